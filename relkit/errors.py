@@ -1,0 +1,62 @@
+"""Exception and warning classes of relkit.
+
+Every error relkit raises on purpose derives from :class:`RelkitError`, so a
+caller (and the command line) can tell a data problem from a bug.
+"""
+
+from pathlib import Path
+
+__all__ = [
+    "CensoringWarning",
+    "ConvergenceError",
+    "IngestError",
+    "InsufficientDataError",
+    "RelkitError",
+    "RelkitWarning",
+    "SchemaError",
+]
+
+
+class RelkitError(Exception):
+    """Root of every error relkit raises on purpose."""
+
+
+class SchemaError(RelkitError, ValueError):
+    """A frame or table breaks its column contract (missing column, wrong type)."""
+
+
+class InsufficientDataError(RelkitError, ValueError):
+    """Too few failures or units for the requested estimate."""
+
+
+class ConvergenceError(RelkitError, RuntimeError):
+    """A model fit did not converge; wraps the fitting library's error."""
+
+
+class IngestError(RelkitError, ValueError):
+    """An input file cannot be read as the requested kind.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file being read.
+    reason : str
+        What is wrong and how to fix it.
+    line_no : int, optional
+        1-based line number in the file, when the problem is one line.
+    """
+
+    def __init__(self, path: str | Path, reason: str, line_no: int | None = None):
+        self.path = str(path)
+        self.reason = reason
+        self.line_no = line_no
+        where = f"{self.path}:{line_no}" if line_no is not None else self.path
+        super().__init__(f"{where}: {reason}")
+
+
+class RelkitWarning(UserWarning):
+    """Root of relkit's warnings."""
+
+
+class CensoringWarning(RelkitWarning):
+    """Heavy censoring or truncation makes an estimate fragile."""

@@ -1,0 +1,1 @@
+"""Readers of raw files into the store: one module per source family."""

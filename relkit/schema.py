@@ -1,0 +1,155 @@
+"""Column contracts of the canonical tables and derived frames.
+
+The store's tables (DESIGN.md §3) are declared once here, as DuckDB DDL types and
+as polars dtypes, so ingest writes and analysis reads the same contract.
+"""
+
+import polars as pl
+
+from relkit.errors import SchemaError
+
+__all__ = ["POLARS_SCHEMAS", "TABLE_COLUMNS", "UTC", "require_columns"]
+
+UTC = pl.Datetime("us", "UTC")
+
+#: DuckDB column types of every store table, in column order.
+TABLE_COLUMNS: dict[str, dict[str, str]] = {
+    "sources": {
+        "source_id": "INTEGER",
+        "path": "VARCHAR",
+        "sha256": "VARCHAR",
+        "kind": "VARCHAR",
+        "options": "VARCHAR",
+        "n_lines": "BIGINT",
+        "n_loaded": "BIGINT",
+        "n_rejected": "BIGINT",
+        "ingested_at": "TIMESTAMPTZ",
+    },
+    "events": {
+        "source_id": "INTEGER",
+        "line_no": "BIGINT",
+        "ts": "TIMESTAMPTZ",
+        "host": "VARCHAR",
+        "device": "VARCHAR",
+        "system": "VARCHAR",
+        "code": "VARCHAR",
+        "failure_mode": "VARCHAR",
+        "severity": "VARCHAR",
+        "detail": "VARCHAR",
+        "repaired_ts": "TIMESTAMPTZ",
+        "repair_s": "DOUBLE",
+        "flags": "VARCHAR",
+    },
+    "rejects": {
+        "source_id": "INTEGER",
+        "line_no": "BIGINT",
+        "reason": "VARCHAR",
+        "raw": "VARCHAR",
+    },
+    "assets": {
+        "source_id": "INTEGER",
+        "line_no": "BIGINT",
+        "host": "VARCHAR",
+        "device": "VARCHAR",
+        "system": "VARCHAR",
+        "gpus": "INTEGER",
+        "in_service_ts": "TIMESTAMPTZ",
+        "out_of_service_ts": "TIMESTAMPTZ",
+        "observed_from_ts": "TIMESTAMPTZ",
+        "attrs": "VARCHAR",
+    },
+    "jobs": {
+        "source_id": "INTEGER",
+        "line_no": "BIGINT",
+        "job_id": "VARCHAR",
+        "attempt": "INTEGER",
+        "state": "VARCHAR",
+        "exit_code": "VARCHAR",
+        "submit_ts": "TIMESTAMPTZ",
+        "start_ts": "TIMESTAMPTZ",
+        "end_ts": "TIMESTAMPTZ",
+        "elapsed_s": "DOUBLE",
+        "n_nodes": "INTEGER",
+        "n_gpus": "INTEGER",
+        "user": "VARCHAR",
+        "name": "VARCHAR",
+        "partition": "VARCHAR",
+    },
+    "job_nodes": {
+        "job_id": "VARCHAR",
+        "attempt": "INTEGER",
+        "host": "VARCHAR",
+    },
+    "checkpoints": {
+        "source_id": "INTEGER",
+        "line_no": "BIGINT",
+        "run_id": "VARCHAR",
+        "job_id": "VARCHAR",
+        "ts": "TIMESTAMPTZ",
+        "step": "BIGINT",
+        "save_s": "DOUBLE",
+        "kind": "VARCHAR",
+    },
+}
+
+_DUCK_TO_POLARS: dict[str, pl.DataType] = {
+    "INTEGER": pl.Int32(),
+    "BIGINT": pl.Int64(),
+    "DOUBLE": pl.Float64(),
+    "VARCHAR": pl.String(),
+    "TIMESTAMPTZ": UTC,
+}
+
+#: polars schema of every store table as :func:`relkit.store.Store.table` returns it.
+POLARS_SCHEMAS: dict[str, pl.Schema] = {
+    name: pl.Schema({col: _DUCK_TO_POLARS[t] for col, t in cols.items()})
+    for name, cols in TABLE_COLUMNS.items()
+}
+
+
+def require_columns(
+    frame: pl.DataFrame, columns: dict[str, pl.DataType] | list[str], *, where: str
+) -> None:
+    """Check that a frame has the columns (and dtypes) a function needs.
+
+    Parameters
+    ----------
+    frame : pl.DataFrame
+        The frame to check.
+    columns : dict of str to polars dtype, or list of str
+        Required column names; with a dict, also their dtypes.
+    where : str
+        The calling function's name, put at the start of the message.
+
+    Raises
+    ------
+    SchemaError
+        If a column is missing, or has another dtype than required.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> require_columns(pl.DataFrame({"a": [1]}), ["a"], where="f")
+    >>> require_columns(pl.DataFrame({"a": [1]}), ["a", "b"], where="f")
+    Traceback (most recent call last):
+    ...
+    relkit.errors.SchemaError: f: missing column(s) ['b']; the frame has ['a']...
+    """
+    names = list(columns)
+    if missing := [c for c in names if c not in frame.columns]:
+        msg = (
+            f"{where}: missing column(s) {missing}; the frame has {frame.columns}. "
+            "Rename the columns, e.g. frame.rename({'old': 'new'}), or build the "
+            "frame with the relkit function that produces it."
+        )
+        raise SchemaError(msg)
+    if isinstance(columns, dict):
+        wrong = {
+            c: (str(frame.schema[c]), str(t))
+            for c, t in columns.items()
+            if frame.schema[c] != t
+        }
+        if wrong:
+            detail = ", ".join(f"{c} is {a}, expected {b}" for c, (a, b) in wrong.items())
+            msg = f"{where}: wrong column type(s): {detail}. Cast with pl.col(...).cast(...)."
+            raise SchemaError(msg)

@@ -1,0 +1,302 @@
+"""The embedded DuckDB store: schema, sources registry, tables out as polars.
+
+Only :mod:`relkit.store` and :mod:`relkit.ingest` touch DuckDB (DESIGN.md §1).
+The session time zone is UTC, so no result depends on the machine's zone.
+"""
+
+import hashlib
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import duckdb
+import polars as pl
+
+from relkit.errors import RelkitError, SchemaError
+from relkit.schema import POLARS_SCHEMAS, TABLE_COLUMNS
+
+__all__ = ["SCHEMA_VERSION", "Store", "file_sha256"]
+
+#: Bumped whenever a table's columns change; a store of another version is refused.
+SCHEMA_VERSION = 1
+
+#: Sort keys, so every table comes out in a fixed order.
+_SORT_KEYS: dict[str, list[str]] = {
+    "sources": ["source_id"],
+    "events": ["ts", "host", "source_id", "line_no"],
+    "rejects": ["source_id", "line_no"],
+    "assets": ["system", "host", "device", "source_id", "line_no"],
+    "jobs": ["job_id", "attempt"],
+    "job_nodes": ["job_id", "attempt", "host"],
+    "checkpoints": ["run_id", "ts", "source_id", "line_no"],
+}
+
+
+def file_sha256(path: str | Path) -> str:
+    """Return the hex SHA-256 of a file's bytes.
+
+    Parameters
+    ----------
+    path : str or Path
+        File to hash.
+
+    Returns
+    -------
+    str
+        64 lower-case hex digits.
+    """
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class Store:
+    """An open relkit store (a DuckDB database file or ``:memory:``).
+
+    Parameters
+    ----------
+    path : str or Path, default "relkit.duckdb"
+        Database file; created with the schema if missing. ``":memory:"`` for a
+        throw-away store.
+    read_only : bool, default False
+        Open an existing file without write access.
+
+    Raises
+    ------
+    RelkitError
+        If the file is not a relkit store or has another schema version.
+
+    Examples
+    --------
+    >>> with Store(":memory:") as store:
+    ...     store.table("events").height
+    0
+    """
+
+    def __init__(self, path: str | Path = "relkit.duckdb", *, read_only: bool = False):
+        self.path = str(path)
+        if read_only and self.path != ":memory:" and not Path(self.path).exists():
+            msg = f"{self.path}: no such store. Create it with `relkit ingest --db {self.path} ...`."
+            raise RelkitError(msg)
+        try:
+            self._con = duckdb.connect(self.path, read_only=read_only)
+        except duckdb.Error as exc:
+            msg = f"{self.path}: cannot open as a DuckDB store ({exc})."
+            raise RelkitError(msg) from exc
+        self._con.execute("SET TimeZone = 'UTC'")
+        if not read_only:
+            self._create_schema()
+        self._check_version()
+
+    # -- life cycle -------------------------------------------------------------
+    def close(self) -> None:
+        """Close the connection."""
+        self._con.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The DuckDB connection, for :mod:`relkit.ingest` only."""
+        return self._con
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Run a block atomically: all of one file's rows land, or none."""
+        self._con.execute("BEGIN TRANSACTION")
+        try:
+            yield
+        except BaseException:
+            self._con.execute("ROLLBACK")
+            raise
+        self._con.execute("COMMIT")
+
+    # -- schema -----------------------------------------------------------------
+    def _create_schema(self) -> None:
+        con = self._con
+        con.execute("CREATE TABLE IF NOT EXISTS relkit_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+        con.execute(
+            "INSERT INTO relkit_meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
+            [str(SCHEMA_VERSION)],
+        )
+        for name, cols in TABLE_COLUMNS.items():
+            body = ", ".join(f'"{c}" {t}' for c, t in cols.items())
+            con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({body})")
+
+    def _check_version(self) -> None:
+        try:
+            row = self._con.execute(
+                "SELECT value FROM relkit_meta WHERE key = 'schema_version'"
+            ).fetchall()
+        except duckdb.CatalogException as exc:
+            msg = f"{self.path}: not a relkit store (no relkit_meta table)."
+            raise RelkitError(msg) from exc
+        found = row[0][0] if row else None
+        if found != str(SCHEMA_VERSION):
+            msg = (
+                f"{self.path}: store schema version {found}, this relkit needs "
+                f"{SCHEMA_VERSION}. Re-ingest into a new store (--db NEW.duckdb)."
+            )
+            raise RelkitError(msg)
+
+    # -- sources registry -----------------------------------------------------------
+    def find_source(self, sha256: str, kind: str) -> int | None:
+        """Return the ``source_id`` of a file already ingested as ``kind``, if any.
+
+        Parameters
+        ----------
+        sha256 : str
+            The file's SHA-256 (see :func:`file_sha256`).
+        kind : str
+            Ingest kind (``events``, ``assets``, ``lanl``, ...).
+
+        Returns
+        -------
+        int or None
+        """
+        rows = self._con.execute(
+            "SELECT source_id FROM sources WHERE sha256 = ? AND kind = ? ORDER BY source_id",
+            [sha256, kind],
+        ).fetchall()
+        return int(rows[0][0]) if rows else None
+
+    def add_source(
+        self,
+        path: str | Path,
+        *,
+        sha256: str,
+        kind: str,
+        options: dict[str, Any],
+        n_lines: int,
+        n_loaded: int,
+        n_rejected: int,
+    ) -> int:
+        """Register an ingested file and return its new ``source_id``.
+
+        Parameters
+        ----------
+        path : str or Path
+            The file as given by the user.
+        sha256 : str
+            Its SHA-256.
+        kind : str
+            Ingest kind.
+        options : dict
+            Options that shaped the ingest (time zone, reference date), stored as JSON.
+        n_lines, n_loaded, n_rejected : int
+            Data lines read, rows loaded, lines rejected.
+
+        Returns
+        -------
+        int
+            The new ``source_id`` (1, 2, ...).
+        """
+        (next_id,) = self._con.execute(
+            "SELECT coalesce(max(source_id), 0) + 1 FROM sources"
+        ).fetchall()[0]
+        self._con.execute(
+            "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                next_id,
+                str(path),
+                sha256,
+                kind,
+                json.dumps(options, sort_keys=True, default=str),
+                n_lines,
+                n_loaded,
+                n_rejected,
+                datetime.now(UTC),
+            ],
+        )
+        return int(next_id)
+
+    def next_source_id(self) -> int:
+        """Return the ``source_id`` the next :meth:`add_source` will assign."""
+        return int(
+            self._con.execute("SELECT coalesce(max(source_id), 0) + 1 FROM sources").fetchall()[0][0]
+        )
+
+    # -- rows in and out ------------------------------------------------------------
+    def append(self, name: str, frame: pl.DataFrame) -> int:
+        """Append a polars frame to a store table, casting to the table's types.
+
+        Columns the frame lacks are filled with NULL; extra columns are an error.
+
+        Parameters
+        ----------
+        name : str
+            Table name (a key of :data:`relkit.schema.TABLE_COLUMNS`).
+        frame : pl.DataFrame
+            Rows to append.
+
+        Returns
+        -------
+        int
+            Number of rows appended.
+
+        Raises
+        ------
+        SchemaError
+            If the table is unknown or the frame has columns the table does not.
+        """
+        if name not in TABLE_COLUMNS:
+            msg = f"unknown table {name!r}; tables are {sorted(TABLE_COLUMNS)}"
+            raise SchemaError(msg)
+        schema = POLARS_SCHEMAS[name]
+        if extra := [c for c in frame.columns if c not in schema]:
+            msg = f"append({name!r}): columns {extra} are not in the table {list(schema)}"
+            raise SchemaError(msg)
+        if frame.height == 0:
+            return 0
+        full = frame.select(
+            [
+                (pl.col(c) if c in frame.columns else pl.lit(None)).cast(t).alias(c)
+                for c, t in schema.items()
+            ]
+        )
+        arrow = full.to_arrow()  # noqa: F841  (read by DuckDB's replacement scan)
+        cols = ", ".join(f'"{c}"' for c in schema)
+        self._con.execute(f"INSERT INTO {name} ({cols}) SELECT {cols} FROM arrow")
+        return full.height
+
+    def table(self, name: str) -> pl.DataFrame:
+        """Return a whole store table as a polars frame in its canonical order.
+
+        Parameters
+        ----------
+        name : str
+            One of ``sources, events, rejects, assets, jobs, job_nodes, checkpoints``.
+
+        Returns
+        -------
+        pl.DataFrame
+            Columns and dtypes as in :data:`relkit.schema.POLARS_SCHEMAS`
+            (instants ``Datetime("us", "UTC")``), sorted by the table's key.
+
+        Raises
+        ------
+        SchemaError
+            If ``name`` is not a store table.
+        """
+        if name not in TABLE_COLUMNS:
+            msg = f"unknown table {name!r}; tables are {sorted(TABLE_COLUMNS)}"
+            raise SchemaError(msg)
+        keys = ", ".join(f'"{k}" NULLS LAST' for k in _SORT_KEYS[name])
+        frame = self._con.sql(f"SELECT * FROM {name} ORDER BY {keys}").pl()
+        schema = POLARS_SCHEMAS[name]
+        return frame.select([pl.col(c).cast(t) for c, t in schema.items()])
