@@ -10,6 +10,7 @@ __all__ = [
     "CensoringWarning",
     "ConvergenceError",
     "IngestError",
+    "InvalidParameterError",
     "InsufficientDataError",
     "RelkitError",
     "RelkitWarning",
@@ -60,3 +61,7 @@ class RelkitWarning(UserWarning):
 
 class CensoringWarning(RelkitWarning):
     """Heavy censoring or truncation makes an estimate fragile."""
+
+
+class InvalidParameterError(RelkitError, ValueError):
+    """A scalar argument is outside its allowed range (e.g. a cost <= 0, NaN)."""
