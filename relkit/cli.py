@@ -1,0 +1,322 @@
+"""The ``relkit`` command: argument parsing over the library, no logic of its own.
+
+Every verb prints a readable table by default, or JSON / CSV with ``--format``.
+Errors go to stderr as one readable message with a non-zero exit code, never
+as a traceback (set ``RELKIT_DEBUG=1`` to see one).
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from relkit.errors import RelkitError
+
+__all__ = ["main"]
+
+EXIT_USAGE = 2
+EXIT_DATA = 1
+EXIT_INTERNAL = 3
+
+
+def _progress(message: str) -> None:
+    print(f"relkit: {message}", file=sys.stderr, flush=True)
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return str(value)
+
+
+def _clean(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _emit(result: pl.DataFrame | dict[str, Any] | list[dict[str, Any]], fmt: str) -> None:
+    if isinstance(result, pl.DataFrame):
+        rows = [{k: _clean(v) for k, v in r.items()} for r in result.to_dicts()]
+        frame = result
+    elif isinstance(result, dict):
+        rows = [{k: _clean(v) for k, v in result.items()}]
+        frame = pl.DataFrame(rows)
+    else:
+        rows = [{k: _clean(v) for k, v in r.items()} for r in result]
+        frame = pl.DataFrame(rows)
+    if fmt == "json":
+        payload: object = rows[0] if isinstance(result, dict) else rows
+        print(json.dumps(payload, indent=2, default=_json_default))
+    elif fmt == "csv":
+        sys.stdout.write(frame.write_csv())
+    elif isinstance(result, dict):
+        width = max(len(k) for k in result)
+        for key, value in result.items():
+            shown = f"{value:.6g}" if isinstance(value, float) else value
+            print(f"{key:<{width}}  {shown}")
+    else:
+        with pl.Config(
+            tbl_rows=200,
+            tbl_cols=30,
+            tbl_width_chars=160,
+            float_precision=4,
+            tbl_hide_dataframe_shape=True,
+            tbl_hide_column_data_types=True,
+            fmt_str_lengths=60,
+        ):
+            print(frame)
+
+
+def _parse_instant(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as exc:
+        msg = f"cannot read {text!r} as a time; give ISO 8601 with a zone, e.g. 2004-01-01T00:00Z"
+        raise RelkitError(msg) from exc
+    if value.tzinfo is None:
+        msg = f"{text!r} has no time zone; add one, e.g. {text}Z for UTC"
+        raise RelkitError(msg)
+    return value
+
+
+def _columns(text: str | None) -> list[str]:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else []
+
+
+# -- verbs ---------------------------------------------------------------------------
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from relkit.ingest import read_file
+    from relkit.store import Store
+
+    results = []
+    with Store(args.db) as store:
+        for n, path in enumerate(args.paths, 1):
+            started = time.perf_counter()
+            result = read_file(store, path, kind=args.kind, tz=args.tz)
+            took = time.perf_counter() - started
+            state = "skipped (already ingested)" if result.skipped else (
+                f"{result.n_loaded} loaded, {result.n_rejected} rejected"
+            )
+            _progress(f"[{n}/{len(args.paths)}] {path}: {state} ({took:.1f} s)")
+            results.append(result.to_dict())
+    _emit(results, args.format)
+    return 0
+
+
+def _open_tables(db: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    from relkit.store import Store
+
+    with Store(db, read_only=True) as store:
+        return store.table("events"), store.table("assets")
+
+
+def _cmd_mtbf(args: argparse.Namespace) -> int:
+    from relkit.fleet import mtbf_by
+
+    events, assets = _open_tables(args.db)
+    result = mtbf_by(
+        events,
+        assets,
+        by=_columns(args.by),
+        confidence=args.confidence,
+        window_start=_parse_instant(args.window_start),
+        window_end=_parse_instant(args.window_end),
+    )
+    _emit(result, args.format)
+    return 0
+
+
+def _cmd_survival(args: argparse.Namespace) -> int:
+    from relkit.fleet import survival_by
+
+    events, assets = _open_tables(args.db)
+    _progress("fitting exponential, Weibull, log-normal and log-logistic models")
+    result = survival_by(events, assets, by=_columns(args.by), unit=args.unit)
+    _emit(result, args.format)
+    return 0
+
+
+def _cmd_checkpoint(args: argparse.Namespace) -> int:
+    from relkit.checkpoint import checkpoint_intervals
+
+    result = checkpoint_intervals(args.cost_h, args.mtbf_h, restart_h=args.restart_h)
+    _emit(result.to_dict(), args.format)
+    return 0
+
+
+def _cmd_ettr(args: argparse.Namespace) -> int:
+    from relkit.checkpoint import ettr_model
+    from relkit.errors import InvalidParameterError
+
+    if args.gpus % args.gpus_per_node:
+        msg = (
+            f"--gpus {args.gpus} is not a whole number of nodes of "
+            f"--gpus-per-node {args.gpus_per_node}"
+        )
+        raise InvalidParameterError(msg)
+    result = ettr_model(
+        n_nodes=args.gpus // args.gpus_per_node,
+        failures_per_node_day=args.failure_rate,
+        restart_h=args.restart_h,
+        interval_h=args.interval_h,
+        cost_h=args.cost_h,
+    )
+    _emit(result.to_dict(), args.format)
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from relkit.report import write_report
+    from relkit.store import Store
+
+    with Store(args.db, read_only=True) as store:
+        page = write_report(store, Path(args.out), progress=_progress)
+    _progress(f"report written to {page}")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from relkit.report import run_demo
+
+    summary = run_demo(Path(args.out), progress=_progress)
+    _emit(summary, args.format)
+    return 0
+
+
+# -- parser --------------------------------------------------------------------------
+def _add_format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format",
+        choices=("table", "json", "csv"),
+        default="table",
+        help="output format (default: a readable table)",
+    )
+
+
+def _add_db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", default="relkit.duckdb", help="store file (default relkit.duckdb)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the argument parser of the ``relkit`` command.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The parser, with one sub-command per verb.
+    """
+    parser = argparse.ArgumentParser(
+        prog="relkit",
+        description="Reliability answers from GPU cluster failure and job logs.",
+    )
+    parser.add_argument("--version", action="version", version="relkit 0.1.0")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    p = verbs.add_parser("ingest", help="read raw files into the store")
+    _add_db(p)
+    p.add_argument(
+        "--kind",
+        required=True,
+        choices=("events", "assets", "lanl"),
+        help="file kind: normalised events or assets CSV/Parquet, or the LANL failure data",
+    )
+    p.add_argument("--tz", help="IANA zone of zone-less timestamps, e.g. UTC or America/Denver")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    _add_format(p)
+    p.set_defaults(func=_cmd_ingest)
+
+    p = verbs.add_parser("mtbf", help="MTBF per group with exact chi-square bounds")
+    _add_db(p)
+    p.add_argument("--by", help="comma-separated grouping, e.g. system,root_cause")
+    p.add_argument("--confidence", type=float, default=0.9, help="two-sided level (default 0.9)")
+    p.add_argument("--window-start", help="ISO 8601 instant with zone")
+    p.add_argument("--window-end", help="ISO 8601 instant with zone (default: end of data)")
+    _add_format(p)
+    p.set_defaults(func=_cmd_mtbf)
+
+    p = verbs.add_parser("survival", help="lifetime models of the time between failures")
+    _add_db(p)
+    p.add_argument("--by", help="comma-separated grouping, e.g. system")
+    p.add_argument("--unit", choices=("node", "system"), default="system")
+    _add_format(p)
+    p.set_defaults(func=_cmd_survival)
+
+    p = verbs.add_parser("checkpoint", help="optimal checkpoint interval (Young, Daly, exact)")
+    p.add_argument("--mtbf-h", type=float, required=True, help="MTBF of the whole job, hours")
+    p.add_argument("--cost-h", type=float, required=True, help="checkpoint write time, hours")
+    p.add_argument("--restart-h", type=float, default=0.0, help="restart time, hours")
+    _add_format(p)
+    p.set_defaults(func=_cmd_checkpoint)
+
+    p = verbs.add_parser("ettr", help="expected ETTR of a training run (Kokolis et al. 2025)")
+    p.add_argument("--gpus", type=int, required=True, help="GPUs in the job")
+    p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument(
+        "--failure-rate", type=float, required=True, help="failures per node-day (r_f)"
+    )
+    p.add_argument("--restart-h", type=float, required=True, help="restart overhead u0, hours")
+    p.add_argument("--interval-h", type=float, required=True, help="checkpoint interval, hours")
+    p.add_argument("--cost-h", type=float, default=0.0, help="blocking checkpoint write, hours")
+    _add_format(p)
+    p.set_defaults(func=_cmd_ettr)
+
+    p = verbs.add_parser("report", help="write the offline HTML report and CSV tables")
+    _add_db(p)
+    p.add_argument("--out", required=True, help="output directory")
+    p.set_defaults(func=_cmd_report)
+
+    p = verbs.add_parser("demo", help="ingest the bundled LANL data and write the report")
+    p.add_argument("--out", default="out", help="output directory (default out/)")
+    _add_format(p)
+    p.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``relkit`` command.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments without the program name; defaults to ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        Exit code: 0 success, 1 bad data or arguments, 2 usage error, 3 internal error.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except RelkitError as exc:
+        print(f"relkit {args.verb}: error: {exc}", file=sys.stderr)
+        return EXIT_DATA
+    except (OSError, ValueError) as exc:
+        print(f"relkit {args.verb}: error: {exc}", file=sys.stderr)
+        return EXIT_DATA
+    except Exception as exc:
+        if os.environ.get("RELKIT_DEBUG"):
+            raise
+        print(
+            f"relkit {args.verb}: internal error: {type(exc).__name__}: {exc}\n"
+            "This is a bug in relkit; rerun with RELKIT_DEBUG=1 for the traceback.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""The main job's questions, answered from the store's ``events`` and ``assets``.
+
+Thin compositions of :mod:`relkit.exposure`, :mod:`relkit.metrics`,
+:mod:`relkit.survival` and :mod:`relkit.checkpoint`, shared by the command line,
+the report and the notebooks so that all three give the same numbers.
+"""
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal
+
+import polars as pl
+
+from relkit import checkpoint, exposure, metrics, survival
+from relkit._prepare import split_by, with_cause_columns
+from relkit.errors import InsufficientDataError
+
+__all__ = ["checkpoint_plan_by_system", "mtbf_by", "survival_by"]
+
+
+def _require_events(events: pl.DataFrame, assets: pl.DataFrame) -> None:
+    if events.height == 0 or assets.height == 0:
+        msg = (
+            f"no data: {events.height} events and {assets.height} assets in the store. "
+            "Ingest failures and the fleet first, e.g. `relkit ingest --kind lanl FILE` "
+            "or `--kind events FILE` and `--kind assets FILE`."
+        )
+        raise InsufficientDataError(msg)
+
+
+def mtbf_by(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    by: Sequence[str] = (),
+    confidence: float = 0.9,
+    window_start: datetime | None = None,
+    window_end: datetime | None = None,
+) -> pl.DataFrame:
+    """Compute MTBF per group from the store's events and assets tables.
+
+    Parameters
+    ----------
+    events : pl.DataFrame
+        The store's ``events`` table (``ts``, ``host``, ``system``, ``failure_mode``,
+        ``repair_s``); every row counts as one failure.
+    assets : pl.DataFrame
+        The store's ``assets`` table: the units at risk and their service windows.
+    by : sequence of str, default ()
+        Grouping columns: unit attributes (``system``, ``host``, ``device``) and/or
+        failure attributes (``failure_mode``, ``root_cause``, ``sub_cause``, ``code``,
+        ``severity``).
+    confidence : float, default 0.9
+        Two-sided confidence level of the bounds, in (0, 1).
+    window_start, window_end : datetime, optional
+        Observation window (UTC). ``window_end`` defaults to the end of the data.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per group, columns as :func:`relkit.metrics.mtbf`.
+
+    Raises
+    ------
+    SchemaError
+        If a ``by`` column is not a known attribute.
+    InsufficientDataError
+        If the store holds no events or no assets.
+    """
+    _require_events(events, assets)
+    unit_by, _ = split_by(by)
+    end = window_end or exposure.observation_end(events)
+    failures = with_cause_columns(events).filter(pl.col("ts") <= end)
+    if window_start is not None:
+        failures = failures.filter(pl.col("ts") >= window_start)
+    at_risk = exposure.build_exposure(
+        assets, by=unit_by, window_start=window_start, window_end=end
+    )
+    return metrics.mtbf(failures, at_risk, by=list(by), confidence=confidence)
+
+
+def survival_by(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    by: Sequence[str] = (),
+    unit: Literal["node", "system"] = "system",
+    window_end: datetime | None = None,
+) -> pl.DataFrame:
+    """Fit lifetime models to the time between failures of each group.
+
+    Parameters
+    ----------
+    events : pl.DataFrame
+        The store's ``events`` table.
+    assets : pl.DataFrame
+        The store's ``assets`` table.
+    by : sequence of str, default ()
+        Grouping columns, as in :func:`mtbf_by`.
+    unit : {"node", "system"}, default "system"
+        Gaps between failures of the same node, or of the whole group.
+    window_end : datetime, optional
+        End of observation (UTC); defaults to the end of the data.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per group, columns as :func:`relkit.survival.fit_lifetimes`.
+
+    Raises
+    ------
+    SchemaError
+        If a ``by`` column is not a known attribute.
+    InsufficientDataError
+        If the store holds no events or no assets.
+    """
+    _require_events(events, assets)
+    split_by(by)
+    end = window_end or exposure.observation_end(events)
+    table = survival.build_tbf_table(
+        with_cause_columns(events), assets, unit=unit, by=list(by), window_end=end
+    )
+    return survival.fit_lifetimes(table, by=list(by))
+
+
+def checkpoint_plan_by_system(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    cost_h: float,
+    restart_h: float,
+    min_failures: int = 100,
+) -> pl.DataFrame:
+    """Plan checkpoints for a job that spans each whole system.
+
+    The job's MTBF is the system's MTBF (any node failing interrupts it).
+
+    Parameters
+    ----------
+    events : pl.DataFrame
+        The store's ``events`` table.
+    assets : pl.DataFrame
+        The store's ``assets`` table.
+    cost_h : float
+        Assumed time to write one checkpoint, hours (> 0).
+    restart_h : float
+        Assumed time to restart after a failure, hours (>= 0).
+    min_failures : int, default 100
+        Systems with fewer recorded failures are left out.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns as :func:`relkit.checkpoint.plan_checkpoints`, one row per system,
+        sorted by system MTBF.
+
+    Raises
+    ------
+    InvalidParameterError
+        If the costs are out of range.
+    """
+    by_system = mtbf_by(events, assets, by=["system"])
+    large = by_system.filter(pl.col("n_failures") >= min_failures).sort("mtbf_h")
+    return checkpoint.plan_checkpoints(large, cost_h=cost_h, restart_h=restart_h)
