@@ -1,0 +1,855 @@
+r"""Optimal checkpoint intervals and the expected ETTR of large training jobs.
+
+Two models, both assuming independent exponential (Poisson) failures:
+
+- Young/Daly: a job of MTBF M writes a checkpoint of cost δ every τ of
+  compute and restarts in R after a failure; which τ maximises useful work?
+- Kokolis et al.: the expected Effective Training Time Ratio of a job on N
+  nodes with per-node failure rate r_f, restart overhead u₀, checkpoint
+  interval Δt and blocking checkpoint write w.
+
+All durations are hours.
+"""
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from numbers import Integral, Real
+from typing import Literal
+
+import numpy as np
+import polars as pl
+
+from relkit.errors import InvalidParameterError, SchemaError
+
+__all__ = [
+    "CheckpointIntervals",
+    "ETTRModel",
+    "checkpoint_efficiency",
+    "checkpoint_intervals",
+    "daly_interval_h",
+    "ettr_curve",
+    "ettr_model",
+    "exact_interval_h",
+    "expected_ettr",
+    "plan_checkpoints",
+    "young_interval_h",
+]
+
+DalyBranch = Literal["delta<2M", "delta>=2M"]
+
+
+def _checked(
+    value: object, name: str, *, strict: bool = True, unit: str = "hours"
+) -> float:
+    """Return value as float if finite and > 0 (strict) or >= 0, else raise."""
+    rule = f"{'>' if strict else '>='} 0 ({unit})"
+    is_number = isinstance(value, Real) and not isinstance(value, bool)
+    x = float(value) if is_number else math.nan  # type: ignore[arg-type]
+    if not (math.isfinite(x) and (x > 0.0 if strict else x >= 0.0)):
+        msg = f"{name} must be a finite number {rule}; got {value!r}."
+        raise InvalidParameterError(msg)
+    return x
+
+
+def _n_nodes(value: object) -> int:
+    ok = not isinstance(value, bool) and (
+        isinstance(value, Integral)
+        or (
+            isinstance(value, Real)
+            and math.isfinite(float(value))
+            and float(value).is_integer()
+        )
+    )
+    if not ok or int(value) < 1:  # type: ignore[call-overload]
+        msg = (
+            f"n_nodes must be a whole number >= 1 (nodes, e.g. GPUs // 8); "
+            f"got {value!r}."
+        )
+        raise InvalidParameterError(msg)
+    return int(value)  # type: ignore[call-overload]
+
+
+def young_interval_h(cost_h: float, mtbf_h: float) -> float:
+    r"""Compute Young's first-order optimum checkpoint interval.
+
+    Parameters
+    ----------
+    cost_h : float
+        Time to write one checkpoint δ in hours, > 0.
+    mtbf_h : float
+        MTBF M of the whole job (all its nodes) in hours, > 0.
+
+    Returns
+    -------
+    float
+        Compute time between checkpoints τ in hours (excluding δ).
+
+    Raises
+    ------
+    InvalidParameterError
+        If either argument is None, not finite or <= 0.
+
+    Notes
+    -----
+    :math:`\tau = \sqrt{2\delta M}`, valid for δ << M under exponential
+    failures; it ignores the restart time and failures during checkpoints.
+
+    References
+    ----------
+    .. [1] J. W. Young, CACM 17(9), 1974. doi:10.1145/361147.361115
+    .. [2] J. T. Daly, FGCS 22(3), 2006. doi:10.1016/j.future.2004.11.016
+
+    Examples
+    --------
+    >>> round(young_interval_h(5 / 60, 24.0) * 60, 1)  # minutes
+    120.0
+    >>> young_interval_h(0.0, 24.0)
+    Traceback (most recent call last):
+    ...
+    relkit.errors.InvalidParameterError: cost_h must be a finite number > 0 ...
+    """
+    d = _checked(cost_h, "cost_h")
+    m = _checked(mtbf_h, "mtbf_h")
+    return math.sqrt(2.0 * d * m)
+
+
+def _daly_higher(d: float, m: float) -> tuple[float, DalyBranch]:
+    if d >= 2.0 * m:
+        return m, "delta>=2M"
+    x = d / (2.0 * m)
+    tau = math.sqrt(2.0 * d * m) * (1.0 + math.sqrt(x) / 3.0 + x / 9.0) - d
+    return tau, "delta<2M"
+
+
+def daly_interval_h(
+    cost_h: float,
+    mtbf_h: float,
+    *,
+    restart_h: float = 0.0,
+    order: Literal["higher", "first"] = "higher",
+) -> float:
+    r"""Compute Daly's optimum checkpoint interval (higher or first order).
+
+    Parameters
+    ----------
+    cost_h : float
+        Time to write one checkpoint δ in hours, > 0.
+    mtbf_h : float
+        MTBF M of the whole job in hours, > 0.
+    restart_h : float, default 0.0
+        Restart time R in hours, >= 0 (used by the first-order formula only).
+    order : {"higher", "first"}, default "higher"
+        Which of Daly's estimates to return.
+
+    Returns
+    -------
+    float
+        Compute time between checkpoints τ in hours (excluding δ).
+
+    Raises
+    ------
+    InvalidParameterError
+        If a duration is None, not finite, or out of range, or ``order`` is
+        not "higher" or "first".
+
+    Notes
+    -----
+    First order: :math:`\tau = \sqrt{2\delta(M+R)}`. Higher order, for
+    :math:`\delta < 2M`:
+
+    .. math::
+
+        \tau = \sqrt{2\delta M}\left[1 + \tfrac13\sqrt{\tfrac{\delta}{2M}}
+        + \tfrac19\tfrac{\delta}{2M}\right] - \delta
+
+    and :math:`\tau = M` for :math:`\delta \ge 2M` (checkpointing barely
+    helps there; :func:`checkpoint_intervals` reports the branch). Both assume
+    exponential failures; the higher-order estimate matches the exact optimum
+    (:func:`exact_interval_h`) to third order in :math:`\sqrt{\delta/M}`.
+
+    References
+    ----------
+    .. [1] J. W. Young, CACM 17(9), 1974. doi:10.1145/361147.361115
+    .. [2] J. T. Daly, FGCS 22(3), 2006. doi:10.1016/j.future.2004.11.016
+
+    Examples
+    --------
+    Daly 2006, Fig. 3 (M = 24 h, δ = 5 min, R = 10 min): τ ≈ 117 min.
+
+    >>> round(daly_interval_h(5 / 60, 24.0) * 60, 1)
+    116.7
+    >>> round(daly_interval_h(5 / 60, 24.0, restart_h=10 / 60, order="first") * 60, 1)
+    120.4
+    """
+    d = _checked(cost_h, "cost_h")
+    m = _checked(mtbf_h, "mtbf_h")
+    r = _checked(restart_h, "restart_h", strict=False)
+    if order == "first":
+        return math.sqrt(2.0 * d * (m + r))
+    if order == "higher":
+        return _daly_higher(d, m)[0]
+    msg = f"order must be 'higher' or 'first'; got {order!r}."
+    raise InvalidParameterError(msg)
+
+
+def _exact(d: float, m: float) -> float:
+    from scipy.special import lambertw
+
+    x = d / m
+    if x < 1e-5:
+        # Series of 1 + W0(-exp(-1 - x)) at the branch point, s = sqrt(2x);
+        # lambertw loses digits there (its argument is within x/e of -1/e).
+        s = math.sqrt(2.0 * x)
+        return m * (s - s**2 / 3.0 + s**3 / 36.0 + s**4 / 270.0)
+    w = lambertw(-math.exp(-(1.0 + x)), 0)
+    return m * (1.0 + float(w.real))
+
+
+def exact_interval_h(cost_h: float, mtbf_h: float) -> float:
+    r"""Compute the exact optimum checkpoint interval under exponential failures.
+
+    Parameters
+    ----------
+    cost_h : float
+        Time to write one checkpoint δ in hours, > 0.
+    mtbf_h : float
+        MTBF M of the whole job in hours, > 0.
+
+    Returns
+    -------
+    float
+        The τ in hours that maximises :func:`checkpoint_efficiency`; always
+        below M.
+
+    Raises
+    ------
+    InvalidParameterError
+        If either argument is None, not finite or <= 0.
+
+    Notes
+    -----
+    Setting :math:`d\eta/d\tau = 0` in Daly's efficiency gives
+    :math:`e^{(\tau+\delta)/M}(1-\tau/M) = 1`, whose root in (0, M) is
+
+    .. math::
+
+        \tau^* = M\left[1 + W_0\!\left(-e^{-(1+\delta/M)}\right)\right]
+
+    with :math:`W_0` the principal branch of Lambert W
+    (``scipy.special.lambertw``). It does not depend on R. For δ/M < 1e-5 the
+    series :math:`M(s - s^2/3 + s^3/36 + s^4/270)`, :math:`s=\sqrt{2\delta/M}`,
+    is used instead, where Lambert W loses precision.
+
+    References
+    ----------
+    .. [1] J. W. Young, CACM 17(9), 1974. doi:10.1145/361147.361115
+    .. [2] J. T. Daly, FGCS 22(3), 2006. doi:10.1016/j.future.2004.11.016
+
+    Examples
+    --------
+    >>> round(exact_interval_h(5 / 60, 24.0) * 60, 4)  # Daly Fig. 3, minutes
+    116.6901
+    """
+    d = _checked(cost_h, "cost_h")
+    m = _checked(mtbf_h, "mtbf_h")
+    return _exact(d, m)
+
+
+def _efficiency(tau: float, d: float, m: float, r: float) -> float:
+    z = (tau + d) / m
+    log_expm1 = z + math.log1p(-math.exp(-z)) if z > 30.0 else math.log(math.expm1(z))
+    eta = math.exp(math.log(tau) - r / m - math.log(m) - log_expm1)
+    return min(1.0, eta)
+
+
+def checkpoint_efficiency(
+    interval_h: float, cost_h: float, mtbf_h: float, *, restart_h: float = 0.0
+) -> float:
+    r"""Compute the expected useful fraction of wall time for a checkpoint interval.
+
+    Parameters
+    ----------
+    interval_h : float
+        Compute time between checkpoints τ in hours, > 0.
+    cost_h : float
+        Time to write one checkpoint δ in hours, > 0.
+    mtbf_h : float
+        MTBF M of the whole job in hours, > 0.
+    restart_h : float, default 0.0
+        Restart time R after each failure in hours, >= 0.
+
+    Returns
+    -------
+    float
+        Efficiency η in [0, 1]: solve time divided by expected wall time.
+
+    Raises
+    ------
+    InvalidParameterError
+        If a duration is None, not finite or out of range.
+
+    Notes
+    -----
+    Daly's expected wall time under exponential failures gives
+
+    .. math::
+
+        \eta(\tau) = \frac{\tau\, e^{-R/M}}{M\left(e^{(\tau+\delta)/M} - 1\right)}
+
+    computed in log space, so large :math:`(\tau+\delta)/M` underflows to 0
+    rather than overflowing.
+
+    References
+    ----------
+    .. [1] J. W. Young, CACM 17(9), 1974. doi:10.1145/361147.361115
+    .. [2] J. T. Daly, FGCS 22(3), 2006. doi:10.1016/j.future.2004.11.016
+
+    Examples
+    --------
+    >>> round(checkpoint_efficiency(116.6901 / 60, 5 / 60, 24.0, restart_h=10 / 60), 6)
+    0.912606
+    """
+    tau = _checked(interval_h, "interval_h")
+    d = _checked(cost_h, "cost_h")
+    m = _checked(mtbf_h, "mtbf_h")
+    r = _checked(restart_h, "restart_h", strict=False)
+    return _efficiency(tau, d, m, r)
+
+
+@dataclass(frozen=True)
+class CheckpointIntervals:
+    r"""Optimum checkpoint intervals of one job by each rule, in hours.
+
+    Parameters
+    ----------
+    young_h : float
+        Young's :math:`\sqrt{2\delta M}`.
+    daly_first_order_h : float
+        Daly's first order :math:`\sqrt{2\delta(M+R)}`.
+    daly_h : float
+        Daly's higher-order estimate.
+    daly_branch : {"delta<2M", "delta>=2M"}
+        Which case of Daly's higher-order formula applied (τ = M in the second).
+    exact_h : float
+        Exact maximiser of the efficiency under exponential failures.
+    efficiency_at_exact : float
+        Efficiency η at ``exact_h``, in [0, 1].
+    """
+
+    young_h: float
+    daly_first_order_h: float
+    daly_h: float
+    daly_branch: DalyBranch
+    exact_h: float
+    efficiency_at_exact: float
+
+    def to_dict(self) -> dict[str, float | str]:
+        """Return the fields as a plain dict.
+
+        Returns
+        -------
+        dict
+            Field name to value.
+        """
+        return asdict(self)
+
+
+def checkpoint_intervals(
+    cost_h: float, mtbf_h: float, *, restart_h: float = 0.0
+) -> CheckpointIntervals:
+    r"""Compute the optimum checkpoint interval by every rule at once.
+
+    Parameters
+    ----------
+    cost_h : float
+        Time to write one checkpoint δ in hours, > 0.
+    mtbf_h : float
+        MTBF M of the whole job in hours, > 0.
+    restart_h : float, default 0.0
+        Restart time R in hours, >= 0.
+
+    Returns
+    -------
+    CheckpointIntervals
+        Young, Daly first and higher order (with its branch), the exact
+        optimum and the efficiency there.
+
+    Raises
+    ------
+    InvalidParameterError
+        If a duration is None, not finite or out of range.
+
+    Notes
+    -----
+    See :func:`young_interval_h`, :func:`daly_interval_h`,
+    :func:`exact_interval_h` and :func:`checkpoint_efficiency`.
+
+    References
+    ----------
+    .. [1] J. W. Young, CACM 17(9), 1974. doi:10.1145/361147.361115
+    .. [2] J. T. Daly, FGCS 22(3), 2006. doi:10.1016/j.future.2004.11.016
+
+    Examples
+    --------
+    Daly 2006, Fig. 5 (δ = 5 min, M = 15 min, R = 10 min), in minutes:
+
+    >>> ci = checkpoint_intervals(5 / 60, 15 / 60, restart_h=10 / 60)
+    >>> {k: round(v * 60, 4) for k, v in ci.to_dict().items() if k.endswith("_h")}
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'young_h': 12.2474, 'daly_first_order_h': 15.8114,
+     'daly_h': 9.1409, 'exact_h': 9.1665}
+    >>> ci.daly_branch, round(ci.efficiency_at_exact, 6)
+    ('delta<2M', 0.199668)
+    """
+    d = _checked(cost_h, "cost_h")
+    m = _checked(mtbf_h, "mtbf_h")
+    r = _checked(restart_h, "restart_h", strict=False)
+    daly, branch = _daly_higher(d, m)
+    exact = _exact(d, m)
+    return CheckpointIntervals(
+        young_h=math.sqrt(2.0 * d * m),
+        daly_first_order_h=math.sqrt(2.0 * d * (m + r)),
+        daly_h=daly,
+        daly_branch=branch,
+        exact_h=exact,
+        efficiency_at_exact=_efficiency(exact, d, m, r),
+    )
+
+
+def _ettr_args(
+    n_nodes: object,
+    failures_per_node_day: object,
+    restart_h: object,
+    cost_h: object,
+    *,
+    positive_rate: bool,
+) -> tuple[float, float, float]:
+    n = _n_nodes(n_nodes)
+    rate = _checked(
+        failures_per_node_day,
+        "failures_per_node_day",
+        strict=False,
+        unit="per node-day",
+    )
+    if positive_rate and rate == 0.0:
+        msg = (
+            "failures_per_node_day must be > 0 here: with no failures the MTTF is "
+            "infinite and ETTR = 1/(1 + w/Δt) has no optimum interval; got 0."
+        )
+        raise InvalidParameterError(msg)
+    u0 = _checked(restart_h, "restart_h", strict=False)
+    w = _checked(cost_h, "cost_h", strict=False)
+    lam = n * rate / 24.0
+    if positive_rate and not (lam > 0.0 and math.isfinite(1.0 / lam)):
+        msg = (
+            f"failures_per_node_day={failures_per_node_day!r} on {n} node(s) gives "
+            "a job MTTF too long to represent as a float; use a larger rate."
+        )
+        raise InvalidParameterError(msg)
+    return lam, u0, w
+
+
+def _ettr(lam: float, u0: float, dt: float, w: float) -> float:
+    value = (1.0 - lam * (u0 + dt / 2.0)) / (1.0 + w / dt)
+    return 0.0 if math.isnan(value) or value <= 0.0 else min(1.0, value)
+
+
+def _optimum(lam: float, u0: float, w: float) -> tuple[float, float]:
+    head = 1.0 - lam * u0
+    if head <= 0.0:
+        return 0.0, 0.0
+    if w == 0.0:
+        return 0.0, head
+    # sqrt(w^2 + a) - w with a = 2 w head / lam, rationalised to avoid cancellation
+    a = 2.0 * w * head / lam
+    dt = a / (math.sqrt(w * w + a) + w)
+    if not (math.isfinite(dt) and dt > 0.0):
+        msg = (
+            f"the optimal interval is out of floating-point range (w={w!r} h, "
+            f"MTTF={1.0 / lam!r} h); check the units of cost_h and the rate."
+        )
+        raise InvalidParameterError(msg)
+    return dt, _ettr(lam, u0, dt, w)
+
+
+def expected_ettr(
+    *,
+    n_nodes: int,
+    failures_per_node_day: float,
+    restart_h: float,
+    interval_h: float,
+    cost_h: float = 0.0,
+) -> float:
+    r"""Compute the expected ETTR of a job (Kokolis et al. first-order model).
+
+    Parameters
+    ----------
+    n_nodes : int
+        Nodes N the job spans, >= 1.
+    failures_per_node_day : float
+        Failure rate r_f per node-day, >= 0.
+    restart_h : float
+        Restart overhead u₀ after each failure in hours, >= 0.
+    interval_h : float
+        Checkpoint interval Δt in hours, > 0.
+    cost_h : float, default 0.0
+        Blocking checkpoint write w in hours, >= 0.
+
+    Returns
+    -------
+    float
+        Expected ETTR in [0, 1]: productive training time over wall time.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``n_nodes`` is not a whole number >= 1, or a rate or duration is
+        None, not finite or out of range.
+
+    Notes
+    -----
+    With :math:`\lambda = N r_f / 24` failures per hour,
+
+    .. math::
+
+        E[\mathrm{ETTR}] \approx
+        \frac{1 - \lambda\,(u_0 + \Delta t/2)}{1 + w/\Delta t}
+
+    assuming Poisson failures and that each failure loses half an interval of
+    work plus u₀. This first-order model breaks down when
+    :math:`\lambda(u_0 + \Delta t/2) \ge 1` (failures as frequent as the
+    restart-plus-rework they cause); the value is then clipped at 0 instead
+    of going negative.
+
+    References
+    ----------
+    .. [1] A. Kokolis et al., HPCA 2025. arXiv:2410.21680
+
+    Examples
+    --------
+    16,000 GPUs (2,000 nodes) on RSC-1, checkpointing hourly, 5 min restarts:
+    the paper quotes ETTR "0.7".
+
+    >>> round(
+    ...     expected_ettr(
+    ...         n_nodes=2000,
+    ...         failures_per_node_day=6.5e-3,
+    ...         restart_h=5 / 60,
+    ...         interval_h=1.0,
+    ...     ),
+    ...     3,
+    ... )
+    0.684
+    """
+    lam, u0, w = _ettr_args(
+        n_nodes, failures_per_node_day, restart_h, cost_h, positive_rate=False
+    )
+    dt = _checked(interval_h, "interval_h")
+    return _ettr(lam, u0, dt, w)
+
+
+@dataclass(frozen=True)
+class ETTRModel:
+    """Expected ETTR of a job at one interval, and at the optimal interval.
+
+    Parameters
+    ----------
+    mttf_h : float
+        Job mean time to failure 1/λ in hours.
+    ettr : float
+        Expected ETTR at the given interval, in [0, 1].
+    optimal_interval_h : float
+        Interval Δt* maximising the expected ETTR, hours (0.0 when w = 0 or
+        when the model has broken down, λu₀ >= 1).
+    ettr_at_optimal : float
+        Expected ETTR at ``optimal_interval_h`` (its limit when that is 0).
+    """
+
+    mttf_h: float
+    ettr: float
+    optimal_interval_h: float
+    ettr_at_optimal: float
+
+    def to_dict(self) -> dict[str, float]:
+        """Return the fields as a plain dict.
+
+        Returns
+        -------
+        dict
+            Field name to value.
+        """
+        return asdict(self)
+
+
+def ettr_model(
+    *,
+    n_nodes: int,
+    failures_per_node_day: float,
+    restart_h: float,
+    interval_h: float,
+    cost_h: float = 0.0,
+) -> ETTRModel:
+    r"""Compute the expected ETTR, the job MTTF and the optimal interval.
+
+    Parameters
+    ----------
+    n_nodes : int
+        Nodes N the job spans, >= 1.
+    failures_per_node_day : float
+        Failure rate r_f per node-day, > 0.
+    restart_h : float
+        Restart overhead u₀ after each failure in hours, >= 0.
+    interval_h : float
+        Checkpoint interval Δt in hours, > 0.
+    cost_h : float, default 0.0
+        Blocking checkpoint write w in hours, >= 0.
+
+    Returns
+    -------
+    ETTRModel
+        ``mttf_h``, ``ettr`` at ``interval_h``, ``optimal_interval_h`` and
+        ``ettr_at_optimal``.
+
+    Raises
+    ------
+    InvalidParameterError
+        As :func:`expected_ettr`, and if the rate is 0 (no finite optimum).
+
+    Notes
+    -----
+    :math:`\mathrm{MTTF} = 1/\lambda`, :math:`\lambda = N r_f/24` per hour.
+    The expected ETTR of :func:`expected_ettr` is maximised at
+
+    .. math::
+
+        \Delta t^* = \sqrt{w^2 + 2w(1-\lambda u_0)/\lambda} - w
+
+    (close to Young's :math:`\sqrt{2w/\lambda}`). With w = 0 the ETTR rises
+    as Δt → 0: ``optimal_interval_h`` is 0.0 and ``ettr_at_optimal`` the
+    limit :math:`1 - \lambda u_0`. When :math:`\lambda u_0 \ge 1` the
+    restarts alone exceed the MTTF, the model predicts no progress at any
+    interval, and both are 0.0.
+
+    References
+    ----------
+    .. [1] A. Kokolis et al., HPCA 2025. arXiv:2410.21680
+
+    Examples
+    --------
+    K1: 2,048 nodes, r_f = 6.5e-3, u₀ = 5 min, w = 30 s, Δt = Young's 10.40 min.
+
+    >>> m = ettr_model(
+    ...     n_nodes=2048,
+    ...     failures_per_node_day=6.5e-3,
+    ...     restart_h=5 / 60,
+    ...     interval_h=10.4006 / 60,
+    ...     cost_h=0.5 / 60,
+    ... )
+    >>> round(m.mttf_h, 3), round(m.ettr, 4)
+    (1.803, 0.8642)
+    >>> round(m.optimal_interval_h * 60, 4), round(m.ettr_at_optimal, 4)
+    (9.6697, 0.8644)
+    """
+    lam, u0, w = _ettr_args(
+        n_nodes, failures_per_node_day, restart_h, cost_h, positive_rate=True
+    )
+    dt = _checked(interval_h, "interval_h")
+    best_dt, best = _optimum(lam, u0, w)
+    return ETTRModel(
+        mttf_h=1.0 / lam,
+        ettr=_ettr(lam, u0, dt, w),
+        optimal_interval_h=best_dt,
+        ettr_at_optimal=best,
+    )
+
+
+def ettr_curve(
+    *,
+    n_nodes: int,
+    failures_per_node_day: float,
+    restart_h: float,
+    cost_h: float,
+    intervals_h: Sequence[float] | np.ndarray | None = None,
+) -> pl.DataFrame:
+    r"""Tabulate expected ETTR against the checkpoint interval.
+
+    Parameters
+    ----------
+    n_nodes : int
+        Nodes N the job spans, >= 1.
+    failures_per_node_day : float
+        Failure rate r_f per node-day, > 0 (>= 0 when ``intervals_h`` is given).
+    restart_h : float
+        Restart overhead u₀ in hours, >= 0.
+    cost_h : float
+        Blocking checkpoint write w in hours, >= 0.
+    intervals_h : sequence of float, optional
+        Intervals Δt in hours (each > 0, at most 400). Default: 400 log-spaced
+        points from min(MTTF/10⁴, Δt*/10) to 2·MTTF, which spans the optimum
+        and the point where ETTR reaches 0.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns ``interval_h`` and ``ettr_frac`` (in [0, 1]), one row per
+        interval, sorted by ``interval_h``.
+
+    Raises
+    ------
+    InvalidParameterError
+        As :func:`expected_ettr`; also if ``intervals_h`` has more than 400
+        values or a value that is not finite and > 0.
+
+    Notes
+    -----
+    Evaluates :func:`expected_ettr` pointwise (clipped at 0 where the
+    first-order model breaks down).
+
+    References
+    ----------
+    .. [1] A. Kokolis et al., HPCA 2025. arXiv:2410.21680
+
+    Examples
+    --------
+    >>> curve = ettr_curve(
+    ...     n_nodes=2048,
+    ...     failures_per_node_day=6.5e-3,
+    ...     restart_h=5 / 60,
+    ...     cost_h=0.5 / 60,
+    ... )
+    >>> curve.height, round(curve["ettr_frac"].max(), 4)
+    (400, 0.8644)
+    """
+    lam, u0, w = _ettr_args(
+        n_nodes,
+        failures_per_node_day,
+        restart_h,
+        cost_h,
+        positive_rate=intervals_h is None,
+    )
+    if intervals_h is None:
+        mttf = 1.0 / lam
+        best_dt, _ = _optimum(lam, u0, w)
+        low = min(mttf * 1e-4, best_dt / 10.0) if best_dt > 0 else mttf * 1e-4
+        grid = np.geomspace(low, 2.0 * mttf, 399)
+        if best_dt > 0:
+            grid = np.append(grid, best_dt)
+        values = np.unique(grid)
+    else:
+        values = np.asarray(intervals_h, dtype=float).ravel()
+        if values.size > 400:
+            msg = (
+                f"intervals_h has {values.size} values; at most 400 are allowed "
+                "(charts take <= 5,000 rows). Thin it, e.g. np.geomspace(a, b, 200)."
+            )
+            raise InvalidParameterError(msg)
+        bad = values[~(np.isfinite(values) & (values > 0))]
+        if bad.size:
+            msg = (
+                f"intervals_h must be finite and > 0 (hours); found {bad[:5].tolist()}."
+            )
+            raise InvalidParameterError(msg)
+        values = np.sort(values)
+    return pl.DataFrame(
+        {
+            "interval_h": values,
+            "ettr_frac": [_ettr(lam, u0, float(v), w) for v in values],
+        },
+        schema={"interval_h": pl.Float64, "ettr_frac": pl.Float64},
+    )
+
+
+def plan_checkpoints(
+    mtbf_frame: pl.DataFrame, *, cost_h: float, restart_h: float
+) -> pl.DataFrame:
+    r"""Compute checkpoint intervals for each row of an MTBF table.
+
+    Parameters
+    ----------
+    mtbf_frame : pl.DataFrame
+        Output of :func:`relkit.metrics.mtbf` (or any frame with a float
+        ``mtbf_h`` column, hours). Each row's MTBF is taken as that of a job
+        spanning the whole group (e.g. a whole system).
+    cost_h : float
+        Time to write one checkpoint δ in hours, > 0.
+    restart_h : float
+        Restart time R in hours, >= 0.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per input row, same order: the group columns (every input
+        column except the metric columns of :func:`relkit.metrics.mtbf`),
+        ``mtbf_h``, ``young_h``, ``daly_h``, ``daly_branch``, ``exact_h``,
+        ``efficiency_at_exact``, ``cost_h``, ``restart_h``. Rows with a null
+        or non-positive ``mtbf_h`` (no failure seen) get null intervals.
+
+    Raises
+    ------
+    SchemaError
+        If ``mtbf_frame`` has no ``mtbf_h`` column.
+    InvalidParameterError
+        If ``cost_h`` or ``restart_h`` is out of range.
+
+    Notes
+    -----
+    Applies :func:`checkpoint_intervals` row by row; ``daly_h`` is Daly's
+    higher-order estimate. With zero failures there is no MTBF to plan with;
+    substitute ``mtbf_lower_one_sided_h`` for a conservative plan.
+
+    References
+    ----------
+    .. [1] J. W. Young, CACM 17(9), 1974. doi:10.1145/361147.361115
+    .. [2] J. T. Daly, FGCS 22(3), 2006. doi:10.1016/j.future.2004.11.016
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> f = pl.DataFrame({"system": ["a", "b"], "mtbf_h": [24.0, None]})
+    >>> out = plan_checkpoints(f, cost_h=5 / 60, restart_h=10 / 60)
+    >>> out.select("system", "daly_h", "daly_branch").to_dicts()
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [{'system': 'a', 'daly_h': 1.94483..., 'daly_branch': 'delta<2M'},
+     {'system': 'b', 'daly_h': None, 'daly_branch': None}]
+    """
+    from relkit.metrics import MTBF_COLUMNS
+
+    d = _checked(cost_h, "cost_h")
+    r = _checked(restart_h, "restart_h", strict=False)
+    if "mtbf_h" not in mtbf_frame.columns:
+        msg = (
+            f"plan_checkpoints: mtbf_frame lacks 'mtbf_h'; it has "
+            f"{mtbf_frame.columns}. Build it with relkit.metrics.mtbf(...)."
+        )
+        raise SchemaError(msg)
+    groups = [c for c in mtbf_frame.columns if c not in MTBF_COLUMNS]
+    rows: dict[str, list[float | str | None]] = {
+        k: []
+        for k in ("young_h", "daly_h", "daly_branch", "exact_h", "efficiency_at_exact")
+    }
+    for m in mtbf_frame["mtbf_h"].cast(pl.Float64).to_list():
+        if m is None or not math.isfinite(m) or m <= 0:
+            for values in rows.values():
+                values.append(None)
+            continue
+        ci = checkpoint_intervals(d, m, restart_h=r)
+        for k, values in rows.items():
+            values.append(getattr(ci, k))
+    extra = pl.DataFrame(
+        rows,
+        schema={
+            "young_h": pl.Float64,
+            "daly_h": pl.Float64,
+            "daly_branch": pl.String,
+            "exact_h": pl.Float64,
+            "efficiency_at_exact": pl.Float64,
+        },
+    )
+    return pl.concat(
+        [
+            mtbf_frame.select(*groups, pl.col("mtbf_h").cast(pl.Float64)),
+            extra,
+        ],
+        how="horizontal",
+    ).with_columns(cost_h=pl.lit(d), restart_h=pl.lit(r))
