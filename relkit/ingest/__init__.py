@@ -1,1 +1,156 @@
-"""Readers of raw files into the store: one module per source family."""
+"""Readers of raw files into the store: one module per source family.
+
+:func:`read_file` is the entry point (``relkit ingest --kind KIND``); it
+dispatches to :func:`read_events`, :func:`read_assets` (normalised CSV/Parquet
+tables) and :func:`read_lanl` (the public LANL failure records). Every input
+record ends up as a row or in ``rejects`` with a reason; a file whose bytes were
+already ingested as the same kind is skipped.
+"""
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Literal
+
+from relkit.errors import IngestError
+from relkit.ingest._common import IngestResult
+from relkit.ingest.public import read_lanl
+from relkit.ingest.tables import read_assets, read_events
+from relkit.store import Store
+
+__all__ = [
+    "KINDS",
+    "IngestResult",
+    "read_assets",
+    "read_events",
+    "read_file",
+    "read_files",
+    "read_lanl",
+]
+
+#: Kinds :func:`read_file` understands.
+KINDS = ("events", "assets", "lanl")
+
+Kind = Literal["events", "assets", "lanl"]
+
+
+def read_file(
+    store: Store, path: str | Path, *, kind: Kind, tz: str | None = None
+) -> IngestResult:
+    r"""Ingest one file of a given kind into the store, atomically.
+
+    Parameters
+    ----------
+    store : Store
+        Open, writable store.
+    path : str or Path
+        The file to read.
+    kind : {"events", "assets", "lanl"}
+        What the file holds: a normalised events table, an assets table, or the
+        LANL failure records (LA-UR-05-7318).
+    tz : str, optional
+        IANA zone of zone-less timestamps in ``events``/``assets`` files (e.g.
+        ``"UTC"``). The LANL times are always America/Denver; another ``tz`` is
+        an error for ``kind="lanl"``.
+
+    Returns
+    -------
+    IngestResult
+        ``path, kind, source_id, n_lines, n_loaded, n_rejected, skipped``;
+        ``n_lines == n_loaded + n_rejected``. ``skipped=True`` (and
+        ``source_id=None``) when a file with the same SHA-256 was already
+        ingested as ``kind``: nothing is written.
+
+    Raises
+    ------
+    IngestError
+        If ``kind`` is unknown; the file is missing, a directory or unreadable;
+        its bytes or header do not fit ``kind`` (the message names the expected
+        header and suggests the right ``--kind``); or zone-less timestamps come
+        without ``tz``.
+
+    Notes
+    -----
+    The file's SHA-256 is computed first. One file's rows, rejects and its
+    ``sources`` row are written inside one :meth:`Store.transaction`, so an
+    error leaves the store as it was.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from relkit.store import Store
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "ev.csv"
+    >>> _ = f.write_text("ts,host,failure_mode\n2024-01-01 10:00,n1,gpu/xid_79\n")
+    >>> store = Store(":memory:")
+    >>> read_file(store, f, kind="events", tz="Europe/Berlin").n_loaded
+    1
+    >>> read_file(store, f, kind="events", tz="Europe/Berlin").skipped
+    True
+    >>> read_file(store, f, kind="assets")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    relkit.errors.IngestError: ...:1: missing required column(s) ['in_service_ts']...
+    """
+    if kind == "events":
+        return read_events(store, path, tz=tz)
+    if kind == "assets":
+        return read_assets(store, path, tz=tz)
+    if kind == "lanl":
+        if tz is not None and tz != "America/Denver":
+            msg = (
+                f"--tz {tz} does not apply: LANL times are America/Denver local time. "
+                "Drop --tz for --kind lanl."
+            )
+            raise IngestError(path, msg)
+        return read_lanl(store, path)
+    msg = f"unknown kind {kind!r}; expected one of {list(KINDS)} (--kind KIND)."
+    raise IngestError(path, msg)
+
+
+def read_files(
+    store: Store,
+    paths: Iterable[str | Path],
+    *,
+    kind: Kind,
+    tz: str | None = None,
+    progress: Callable[[IngestResult], None] | None = None,
+) -> list[IngestResult]:
+    """Ingest several files of one kind, each in its own transaction.
+
+    Parameters
+    ----------
+    store : Store
+        Open, writable store.
+    paths : iterable of str or Path
+        Files, read in the given order.
+    kind : {"events", "assets", "lanl"}
+        What the files hold (see :func:`read_file`).
+    tz : str, optional
+        IANA zone of zone-less timestamps.
+    progress : callable, optional
+        Called with each file's :class:`IngestResult` once it is written (the
+        command line uses it to report progress on stderr).
+
+    Returns
+    -------
+    list of IngestResult
+        One per path, in order.
+
+    Raises
+    ------
+    IngestError
+        As :func:`read_file`, at the first file that fails; the files before it
+        stay ingested.
+
+    Examples
+    --------
+    >>> from relkit.store import Store
+    >>> read_files(Store(":memory:"), [], kind="events")
+    []
+    """
+    results = []
+    for path in paths:
+        result = read_file(store, path, kind=kind, tz=tz)
+        if progress is not None:
+            progress(result)
+        results.append(result)
+    return results

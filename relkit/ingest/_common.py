@@ -1,0 +1,445 @@
+"""Shared machinery of the readers: file checks, CSV/Parquet to strings, times, writing.
+
+Every reader turns a file into string columns first (no type guessing), then
+parses and validates the values with polars, and finally writes one file's rows,
+rejects and ``sources`` row inside one :meth:`relkit.store.Store.transaction`.
+"""
+
+import csv
+import io
+import json
+import re
+import zoneinfo
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from relkit.errors import IngestError
+from relkit.schema import UTC
+from relkit.store import Store, file_sha256
+
+#: Header columns each kind needs (required) and understands (optional).
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "events": ("ts", "host", "failure_mode"),
+    "assets": ("host", "in_service_ts"),
+}
+OPTIONAL: dict[str, tuple[str, ...]] = {
+    "events": ("device", "code", "severity", "detail", "repaired_ts", "system"),
+    "assets": ("out_of_service_ts", "gpus", "device", "system", "observed_from_ts"),
+}
+#: A few header names that give the LANL failure file away.
+LANL_MARKERS = ("Prob Started", "Prob Fixed", "Down Time", "nodenum")
+
+_ISO = (
+    r"^\s*(\d{4})-(\d{2})-(\d{2})"
+    r"(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?"
+    r"\s*(Z|z|UTC|[+-]\d{2}(?::?\d{2})?)?\s*$"
+)
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What one file's ingest did.
+
+    Parameters
+    ----------
+    path : str
+        The file as given.
+    kind : str
+        Ingest kind (``events``, ``assets``, ``lanl``).
+    source_id : int or None
+        The new ``sources`` row, or None when the file was skipped.
+    n_lines : int
+        Data lines (records) in the file; ``n_loaded + n_rejected`` always.
+    n_loaded : int
+        Records that became rows of the target table.
+    n_rejected : int
+        Records written to ``rejects`` with a reason.
+    skipped : bool
+        True if the same bytes were already ingested as this kind (nothing written).
+    """
+
+    path: str
+    kind: str
+    source_id: int | None
+    n_lines: int
+    n_loaded: int
+    n_rejected: int
+    skipped: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields as a plain dict (for JSON output).
+
+        Returns
+        -------
+        dict
+            Field name to value.
+        """
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class StringTable:
+    """A file read as strings: one row per record, plus where each record came from."""
+
+    frame: pl.DataFrame  # all String columns + line_no (Int64) + n_fields (Int64)
+    columns: list[str]  # header names, as in the file (stripped)
+    raw: Callable[[int], str]  # record index -> raw text
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A reader's output for one file, before writing."""
+
+    n_lines: int
+    tables: dict[str, pl.DataFrame]
+    rejects: pl.DataFrame  # line_no, reason, raw
+    options: dict[str, Any]
+    n_loaded: int
+
+
+# -- files ---------------------------------------------------------------------------
+def check_file(path: str | Path) -> Path:
+    """Return ``path`` as a Path if it is a readable regular file, else IngestError."""
+    p = Path(path)
+    if not p.exists():
+        msg = "no such file. Check the path (relative to the current directory)."
+        raise IngestError(path, msg)
+    if p.is_dir():
+        msg = "is a directory, not a file. Pass the files inside it, e.g. DIR/*.csv."
+        raise IngestError(path, msg)
+    try:
+        with p.open("rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        msg = f"cannot be read ({exc.strerror}). Fix permissions, e.g. chmod u+r FILE."
+        raise IngestError(path, msg) from exc
+    return p
+
+
+def file_format(path: Path) -> str:
+    """Guess a file's format from its first bytes (parquet, gzip, json, text, ...)."""
+    with path.open("rb") as fh:
+        head = fh.read(8192)
+    if head.startswith(b"PAR1"):
+        return "parquet"
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    if head.startswith(b"PK\x03\x04"):
+        return "zip"
+    if head.startswith((b"\xfd7zXZ", b"BZh", b"\x28\xb5\x2f\xfd")):
+        return "compressed"
+    if b"\x00" in head:
+        return "binary"
+    if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"["):
+        return "json"
+    return "text"
+
+
+def header_hint(kind: str) -> str:
+    """Return the expected header of a kind, for error messages."""
+    if kind == "lanl":
+        return "the LANL header (System, nodenum, Prob Started, Prob Fixed, ...)"
+    cols = ", ".join(REQUIRED[kind])
+    return f"a header with {cols} (optional: {', '.join(OPTIONAL[kind])})"
+
+
+def guess_kind(columns: list[str]) -> str | None:
+    """Return the kind a header looks like, or None."""
+    names = {c.strip().lower() for c in columns}
+    if all(m.lower() in names for m in LANL_MARKERS):
+        return "lanl"
+    for kind in ("events", "assets"):
+        if set(REQUIRED[kind]) <= names:
+            return kind
+    return None
+
+
+def reject_format(path: Path, fmt: str, kind: str) -> None:
+    """Raise IngestError for a file whose bytes cannot be the kind (gzip, JSON, ...)."""
+    expected = f"--kind {kind} expects a CSV or Parquet file with {header_hint(kind)}"
+    if kind == "lanl":
+        expected = f"--kind lanl expects the LANL CSV with {header_hint(kind)}"
+    fixes = {
+        "gzip": "it is gzip-compressed; decompress it first (gunzip FILE)",
+        "zip": "it is a zip archive; unpack it first (unzip FILE)",
+        "compressed": "it is compressed (xz/bzip2/zstd); decompress it first",
+        "binary": "it is a binary file (NUL bytes), not text",
+        "json": "it looks like JSON; Kubernetes pod/job JSON is --kind k8s",
+        "parquet": "it is Parquet; the LANL reader takes the original CSV",
+    }
+    msg = f"{fixes[fmt]}. {expected}."
+    raise IngestError(path, msg)
+
+
+def _delimiter(header_line: str) -> str:
+    counts = {d: header_line.count(d) for d in (",", "\t", ";", "|")}
+    best = max(counts, key=lambda d: counts[d])
+    return best if counts[best] > 0 else ","
+
+
+def read_csv_strings(path: Path) -> StringTable:
+    r"""Read a CSV file as strings, keeping each record's physical line number.
+
+    The dialect is RFC 4180 (``"`` quotes, ``""`` escapes); the delimiter is the
+    most frequent of ``, \t ; |`` in the header line. Line 1 is the header; a
+    record's ``line_no`` is the physical line it starts on, so quoted newlines and
+    blank lines do not shift later numbers. Blank lines are not records. Empty
+    fields are null; nothing is converted to another type.
+    """
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        msg = (
+            f"not UTF-8 text (byte {exc.start}). Convert it first, e.g. "
+            "iconv -f latin1 -t utf-8 FILE > FILE.utf8.csv"
+        )
+        raise IngestError(path, msg, line_no=line) from exc
+    lines = list(io.StringIO(text, newline=""))
+    if not lines:
+        msg = "the file is empty; expected a header line and data lines."
+        raise IngestError(path, msg)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_delimiter(lines[0]))
+    try:
+        header = [h.strip() for h in next(reader)]
+        records: list[list[str]] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        prev = reader.line_num
+        for rec in reader:
+            if rec:  # a blank line is not a record
+                records.append(rec)
+                starts.append(prev + 1)
+                ends.append(reader.line_num)
+            prev = reader.line_num
+    except csv.Error as exc:
+        msg = f"not a readable CSV ({exc}). Check the quoting near this line."
+        raise IngestError(path, msg, line_no=reader.line_num) from exc
+    width = len(header)
+    data: dict[str, list[str | None]] = {f"c{i}": [] for i in range(width)}
+    for rec in records:
+        for i in range(width):
+            value = rec[i] if i < len(rec) else ""
+            data[f"c{i}"].append(value if value.strip() != "" else None)
+    frame = pl.DataFrame(data, schema=dict.fromkeys(data, pl.String))
+    frame = frame.with_columns(
+        line_no=pl.Series(starts, dtype=pl.Int64),
+        n_fields=pl.Series([len(r) for r in records], dtype=pl.Int64),
+        record=pl.int_range(pl.len(), dtype=pl.Int64),
+    )
+
+    def raw(i: int) -> str:
+        return "".join(lines[starts[i] - 1 : ends[i]]).rstrip("\r\n")
+
+    return StringTable(frame=frame, columns=header, raw=raw)
+
+
+def read_parquet_strings(store: Store, path: Path) -> StringTable:
+    """Read a Parquet file with DuckDB, every column cast to VARCHAR.
+
+    ``line_no`` is the 1-based row number (Parquet has no lines and no header).
+    Timestamps with a zone come out as ``YYYY-MM-DD hh:mm:ss+00`` (the store's
+    session zone is UTC); zone-less ones need ``tz``.
+    """
+    con = store.connection
+    try:
+        desc = con.execute(
+            "DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]
+        ).fetchall()
+        names = [row[0] for row in desc]
+        casts = ", ".join(
+            f'CAST("{n.replace(chr(34), chr(34) * 2)}" AS VARCHAR) AS c{i}'
+            for i, n in enumerate(names)
+        )
+        frame = con.sql(
+            f"SELECT {casts}, file_row_number "
+            "FROM read_parquet(?, file_row_number = true) ORDER BY file_row_number",
+            params=[str(path)],
+        ).pl()
+    except duckdb.Error as exc:
+        msg = f"not a readable Parquet file ({exc})."
+        raise IngestError(path, msg) from exc
+    frame = frame.with_columns(
+        [
+            pl.col(f"c{i}").cast(pl.String).replace("", None).alias(f"c{i}")
+            for i in range(len(names))
+        ]
+    )
+    frame = frame.with_columns(
+        line_no=(pl.col("file_row_number") + 1).cast(pl.Int64),
+        n_fields=pl.lit(len(names), dtype=pl.Int64),
+        record=pl.int_range(pl.len(), dtype=pl.Int64),
+    ).drop("file_row_number")
+    rows = frame.select([f"c{i}" for i in range(len(names))]).rows()
+
+    def raw(i: int) -> str:
+        return json.dumps(dict(zip(names, rows[i], strict=True)))
+
+    return StringTable(frame=frame, columns=names, raw=raw)
+
+
+# -- times ----------------------------------------------------------------------------
+def check_tz(path: str | Path, tz: str | None) -> str | None:
+    """Validate an IANA zone name (None passes)."""
+    if tz is None:
+        return None
+    try:
+        zoneinfo.ZoneInfo(tz)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        msg = (
+            f"unknown time zone {tz!r}. Use an IANA name such as UTC, "
+            "America/Denver or Europe/Berlin (--tz ZONE)."
+        )
+        raise IngestError(path, msg) from exc
+    return tz
+
+
+def localize(naive: pl.Expr, tz: str) -> tuple[pl.Expr, pl.Expr]:
+    """Local wall-clock times in ``tz`` to UTC, never dropping one.
+
+    Returns the UTC expression and a flags expression (``dst_ambiguous``: the
+    fall-back hour, the earlier instant is taken; ``dst_nonexistent``: a time in
+    the spring-forward gap, read as standard time, i.e. shifted +1 h).
+    """
+    early = naive.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+    late = naive.dt.replace_time_zone(tz, ambiguous="latest", non_existent="null")
+    shifted = (naive + pl.duration(hours=1)).dt.replace_time_zone(
+        tz, ambiguous="earliest", non_existent="null"
+    )
+    utc = pl.coalesce(early, shifted).dt.convert_time_zone("UTC")
+    flag = (
+        pl.when(naive.is_not_null() & early.is_null())
+        .then(pl.lit("dst_nonexistent"))
+        .when(early != late)
+        .then(pl.lit("dst_ambiguous"))
+    )
+    return utc, flag
+
+
+def parse_iso(
+    frame: pl.DataFrame, column: str, tz: str | None
+) -> tuple[pl.Series, pl.Series, pl.Series, pl.Series]:
+    """Parse an ISO 8601 string column.
+
+    Returns ``(utc, bad, zoneless, flags)``: the UTC instants (null if empty or
+    bad), a mask of non-empty values that do not parse, a mask of values without
+    a UTC offset, and DST flags from :func:`localize`.
+    """
+    s = frame[column]
+    g = s.str.extract_groups(_ISO).struct.unnest()
+    g.columns = ["y", "mo", "d", "h", "mi", "s", "f", "z"]
+    stamp = pl.concat_str(
+        [
+            pl.col("y"),
+            pl.lit("-"),
+            pl.col("mo"),
+            pl.lit("-"),
+            pl.col("d"),
+            pl.lit(" "),
+            pl.col("h").fill_null("00"),
+            pl.lit(":"),
+            pl.col("mi").fill_null("00"),
+            pl.lit(":"),
+            pl.col("s").fill_null("00"),
+        ]
+    )
+    micros = (
+        pl.col("f").fill_null("").str.pad_end(6, "0").str.slice(0, 6).cast(pl.Int64)
+    )
+    naive = stamp.str.to_datetime("%Y-%m-%d %H:%M:%S", time_unit="us", strict=False)
+    naive = naive + pl.duration(microseconds=micros)
+    z = pl.col("z")
+    sign = pl.when(z.str.starts_with("-")).then(-1).otherwise(1)
+    digits = z.str.replace_all(r"[^0-9]", "")
+    off_min = (
+        pl.when(z.str.to_uppercase().is_in(["Z", "UTC"]))
+        .then(0)
+        .otherwise(
+            sign
+            * (
+                digits.str.slice(0, 2).cast(pl.Int64) * 60
+                + digits.str.slice(2, 2).str.pad_end(2, "0").cast(pl.Int64)
+            )
+        )
+    )
+    with_offset = (naive - pl.duration(minutes=off_min)).dt.replace_time_zone("UTC")
+    if tz is not None:
+        local, flag = localize(naive, tz)
+    else:
+        local, flag = pl.lit(None, dtype=UTC), pl.lit(None, dtype=pl.String)
+    out = g.select(
+        utc=pl.when(z.is_not_null()).then(with_offset).otherwise(local),
+        ok=naive.is_not_null(),
+        zoneless=naive.is_not_null() & z.is_null(),
+        flag=pl.when(z.is_null()).then(flag),
+    )
+    bad = s.is_not_null() & ~out["ok"].fill_null(False)
+    return out["utc"].cast(UTC), bad, out["zoneless"].fill_null(False), out["flag"]
+
+
+def slug(text: str) -> str:
+    """Lower snake case of a label: ``"Memory Dimm"`` -> ``"memory_dimm"``."""
+    return re.sub(r"[^a-z0-9]+", "_", text.strip().lower()).strip("_") or "unknown"
+
+
+# -- writing --------------------------------------------------------------------------
+def rejects_frame(table: StringTable, records: pl.DataFrame) -> pl.DataFrame:
+    """Build ``rejects`` rows (line_no, reason, raw) from records with a ``reason``."""
+    return pl.DataFrame(
+        {
+            "line_no": records["line_no"],
+            "reason": records["reason"],
+            "raw": [table.raw(i) for i in records["record"].to_list()],
+        },
+        schema={"line_no": pl.Int64, "reason": pl.String, "raw": pl.String},
+    )
+
+
+def ingest(
+    store: Store,
+    path: str | Path,
+    *,
+    kind: str,
+    options: dict[str, Any],
+    parse: Callable[[Path], Parsed],
+) -> IngestResult:
+    """Check, hash, skip if known, parse and write one file atomically."""
+    p = check_file(path)
+    sha = file_sha256(p)
+    if store.find_source(sha, kind) is not None:
+        return IngestResult(str(path), kind, None, 0, 0, 0, skipped=True)
+    parsed = parse(p)
+    n_rejected = parsed.rejects.height
+    if parsed.n_loaded + n_rejected != parsed.n_lines:  # pragma: no cover - a bug
+        msg = (
+            f"internal error: {parsed.n_lines} records but {parsed.n_loaded} loaded + "
+            f"{n_rejected} rejected. Please report this with the file."
+        )
+        raise IngestError(path, msg)
+    with store.transaction():
+        source_id = store.next_source_id()
+        for name, frame in parsed.tables.items():
+            store.append(name, frame.with_columns(source_id=pl.lit(source_id)))
+        store.append(
+            "rejects", parsed.rejects.with_columns(source_id=pl.lit(source_id))
+        )
+        got = store.add_source(
+            str(path),
+            sha256=sha,
+            kind=kind,
+            options={**options, **parsed.options},
+            n_lines=parsed.n_lines,
+            n_loaded=parsed.n_loaded,
+            n_rejected=n_rejected,
+        )
+        if got != source_id:  # pragma: no cover - concurrent writer
+            msg = "the store changed during ingest; retry with one writer at a time."
+            raise IngestError(path, msg)
+    return IngestResult(
+        str(path), kind, source_id, parsed.n_lines, parsed.n_loaded, n_rejected, False
+    )

@@ -1,0 +1,374 @@
+"""Readers of normalised event and asset tables (CSV or Parquet) into the store.
+
+Every column is read as text (no type guessing), then parsed and checked here:
+a record with a bad value goes to ``rejects`` with its line number and a reason
+naming the column and the value, and the other records still load.
+"""
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from relkit.errors import IngestError
+from relkit.ingest._common import (
+    OPTIONAL,
+    REQUIRED,
+    IngestResult,
+    Parsed,
+    StringTable,
+    check_tz,
+    file_format,
+    guess_kind,
+    ingest,
+    parse_iso,
+    read_csv_strings,
+    read_parquet_strings,
+    reject_format,
+    rejects_frame,
+)
+from relkit.store import Store
+
+__all__ = ["read_assets", "read_events"]
+
+#: GPUs per node when an assets file leaves ``gpus`` empty.
+DEFAULT_GPUS = 8
+
+
+def _read_strings(store: Store, path: Path, kind: str) -> StringTable:
+    fmt = file_format(path)
+    if fmt == "parquet":
+        return read_parquet_strings(store, path)
+    if fmt != "text":
+        reject_format(path, fmt, kind)
+    return read_csv_strings(path)
+
+
+def _named(path: Path, table: StringTable, kind: str) -> tuple[pl.DataFrame, list[str]]:
+    """Check the header and name the columns; return the frame and the extra names."""
+    lower = [c.lower() for c in table.columns]
+    if dups := sorted({c for c in lower if lower.count(c) > 1}):
+        msg = f"duplicate header column(s) {dups}; found {table.columns}. Rename one."
+        raise IngestError(path, msg, line_no=1)
+    if missing := [c for c in REQUIRED[kind] if c not in lower]:
+        guess = guess_kind(table.columns)
+        hint = (
+            f" The header looks like {guess} data: use --kind {guess}."
+            if guess and guess != kind
+            else ""
+        )
+        msg = (
+            f"missing required column(s) {missing} for --kind {kind}. Expected header "
+            f"columns {list(REQUIRED[kind])} (optional {list(OPTIONAL[kind])}); found "
+            f"{table.columns}.{hint} Otherwise rename the header, e.g. timestamp -> ts."
+        )
+        raise IngestError(path, msg, line_no=1)
+    known = set(REQUIRED[kind]) | set(OPTIONAL[kind])
+    names = {f"c{i}": (c if c in known else f"x{i}") for i, c in enumerate(lower)}
+    extras = [table.columns[i] for i, c in enumerate(lower) if c not in known]
+    frame = table.frame.rename(names).with_columns(
+        pl.col(pl.String).str.strip_chars().replace("", None)
+    )
+    absent = [c for c in OPTIONAL[kind] if c not in frame.columns]
+    frame = frame.with_columns([pl.lit(None, dtype=pl.String).alias(c) for c in absent])
+    return frame, extras
+
+
+def _times(
+    path: Path, frame: pl.DataFrame, columns: list[str], tz: str | None
+) -> pl.DataFrame:
+    """Parse timestamp columns into ``<col>_utc``, ``<col>_bad``, ``<col>_flag``."""
+    first: tuple[int, str, str] | None = None
+    out = []
+    for col in columns:
+        utc, bad, zoneless, flag = parse_iso(frame, col, tz)
+        if tz is None and zoneless.any():
+            i = int(zoneless.arg_true()[0])
+            hit = (int(frame["line_no"][i]), col, str(frame[col][i]))
+            first = hit if first is None or hit < first else first
+        out += [
+            utc.alias(f"{col}_utc"),
+            bad.alias(f"{col}_bad"),
+            flag.alias(f"{col}_flag"),
+        ]
+    if first is not None:
+        line, col, value = first
+        msg = (
+            f"timestamp {value!r} in column {col!r} has no UTC offset (Z, +01:00) and "
+            "no time zone was given. Fix: name the zone the file was written in, e.g. "
+            "--tz UTC (read_file(..., tz='UTC')), or add offsets to the timestamps."
+        )
+        raise IngestError(path, msg, line_no=line)
+    return frame.with_columns(out)
+
+
+def _bad_time(col: str) -> pl.Expr:
+    return pl.when(pl.col(f"{col}_bad")).then(
+        pl.format(f"unparseable timestamp in column {col!r}: '{{}}'", pl.col(col))
+    )
+
+
+def _common_reasons(width: int, required: tuple[str, ...]) -> list[pl.Expr]:
+    reasons = [
+        pl.when(pl.col("n_fields") != width).then(
+            pl.format(
+                f"expected {width} fields as in the header, found {{}}", "n_fields"
+            )
+        )
+    ]
+    reasons += [
+        pl.when(pl.col(c).is_null()).then(pl.lit(f"empty required field {c!r}"))
+        for c in required
+    ]
+    return reasons
+
+
+def _split(
+    frame: pl.DataFrame, reasons: list[pl.Expr]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    reason = pl.concat_str(reasons, separator="; ", ignore_nulls=True)
+    frame = frame.with_columns(reason=pl.when(reason != "").then(reason))
+    return frame.filter(pl.col("reason").is_null()), frame.filter(
+        pl.col("reason").is_not_null()
+    )
+
+
+def _flags(*cols: str) -> pl.Expr:
+    joined = (
+        pl.concat_list([pl.col(c) for c in cols])
+        .list.drop_nulls()
+        .list.unique(maintain_order=True)
+    )
+    return pl.when(joined.list.len() > 0).then(joined.list.join(","))
+
+
+def _parse_events(store: Store, path: Path, tz: str | None) -> Parsed:
+    table = _read_strings(store, path, "events")
+    frame, extras = _named(path, table, "events")
+    frame = _times(path, frame, ["ts", "repaired_ts"], tz)
+    reasons = _common_reasons(len(table.columns), REQUIRED["events"])
+    reasons += [
+        _bad_time("ts"),
+        _bad_time("repaired_ts"),
+        pl.when(pl.col("repaired_ts_utc") < pl.col("ts_utc")).then(
+            pl.format("repaired_ts '{}' is before ts '{}'", "repaired_ts", "ts")
+        ),
+    ]
+    good, bad = _split(frame, reasons)
+    events = good.select(
+        "line_no",
+        ts=pl.col("ts_utc"),
+        host="host",
+        device="device",
+        system="system",
+        code="code",
+        failure_mode="failure_mode",
+        severity="severity",
+        detail="detail",
+        repaired_ts=pl.col("repaired_ts_utc"),
+        repair_s=(
+            pl.col("repaired_ts_utc").dt.epoch("us") - pl.col("ts_utc").dt.epoch("us")
+        )
+        / 1e6,
+        flags=_flags("ts_flag", "repaired_ts_flag"),
+    )
+    return Parsed(
+        n_lines=frame.height,
+        tables={"events": events},
+        rejects=rejects_frame(table, bad),
+        options={"ignored_columns": extras} if extras else {},
+        n_loaded=events.height,
+    )
+
+
+def _parse_assets(store: Store, path: Path, tz: str | None) -> Parsed:
+    table = _read_strings(store, path, "assets")
+    frame, extras = _named(path, table, "assets")
+    frame = _times(
+        path, frame, ["in_service_ts", "out_of_service_ts", "observed_from_ts"], tz
+    )
+    gpus = pl.col("gpus")
+    frame = frame.with_columns(
+        gpus_int=pl.when(gpus.is_null())
+        .then(DEFAULT_GPUS)
+        .otherwise(gpus.str.strip_prefix("+").cast(pl.Int64, strict=False))
+    )
+    reasons = _common_reasons(len(table.columns), REQUIRED["assets"])
+    reasons += [
+        _bad_time("in_service_ts"),
+        _bad_time("out_of_service_ts"),
+        _bad_time("observed_from_ts"),
+        pl.when(gpus.is_not_null() & pl.col("gpus_int").is_null()).then(
+            pl.format("gpus is not a whole number: '{}'", gpus)
+        ),
+        pl.when(pl.col("gpus_int") < 0).then(pl.format("negative gpus: '{}'", gpus)),
+        pl.when(pl.col("out_of_service_ts_utc") < pl.col("in_service_ts_utc")).then(
+            pl.format(
+                "out_of_service_ts '{}' is before in_service_ts '{}'",
+                "out_of_service_ts",
+                "in_service_ts",
+            )
+        ),
+    ]
+    good, bad = _split(frame, reasons)
+    extra_cols = [c for c in good.columns if c.startswith("x")]
+    attrs = [
+        json.dumps(
+            {k: v for k, v in zip(extras, row, strict=True) if v is not None},
+            ensure_ascii=False,
+        )
+        for row in good.select(extra_cols).rows()
+    ]
+    assets = good.select(
+        "line_no",
+        host="host",
+        device="device",
+        system="system",
+        gpus=pl.col("gpus_int"),
+        in_service_ts=pl.col("in_service_ts_utc"),
+        out_of_service_ts=pl.col("out_of_service_ts_utc"),
+        observed_from_ts=pl.col("observed_from_ts_utc"),
+    ).with_columns(attrs=pl.Series(attrs, dtype=pl.String))
+    return Parsed(
+        n_lines=frame.height,
+        tables={"assets": assets},
+        rejects=rejects_frame(table, bad),
+        options={"attrs_columns": extras} if extras else {},
+        n_loaded=assets.height,
+    )
+
+
+def read_events(
+    store: Store, path: str | Path, *, tz: str | None = None
+) -> IngestResult:
+    r"""Read a normalised events table (CSV or Parquet) into the store's ``events``.
+
+    Parameters
+    ----------
+    store : Store
+        Open, writable store.
+    path : str or Path
+        CSV (header on line 1; delimiter ``,``, tab, ``;`` or ``|``) or Parquet
+        (recognised by its magic bytes). Required columns ``ts``, ``host``,
+        ``failure_mode``; optional ``device``, ``code``, ``severity``, ``detail``,
+        ``repaired_ts``, ``system``. Header names are matched case-insensitively;
+        other columns are ignored (listed in the source's options).
+    tz : str, optional
+        IANA zone of timestamps written without an offset (e.g. ``"UTC"``).
+        Timestamps with an offset (``Z``, ``+01:00``, ``+0100``) ignore it.
+
+    Returns
+    -------
+    IngestResult
+        Counts of the file's data records, loaded rows and rejects, or
+        ``skipped=True`` if the same bytes were ingested as events before.
+
+    Raises
+    ------
+    IngestError
+        If the file is missing, unreadable or not a CSV/Parquet table; if a
+        required header column is missing (the message lists expected and found
+        columns and suggests the right ``--kind``); if ``tz`` is unknown; or if a
+        timestamp has no offset and no ``tz`` was given (the message names the
+        first such line and the fix ``--tz ZONE``).
+
+    Notes
+    -----
+    Every value is read as text and parsed here. ``ts`` and ``repaired_ts`` are
+    ISO 8601 (``2024-03-01T12:00:00Z``, ``2024-03-01 13:00:00+01:00``, optional
+    fraction) and stored in UTC; zone-less times are read in ``tz`` (in the
+    fall-back hour the earlier instant is taken and flag ``dst_ambiguous`` set;
+    a time in the spring-forward gap is read as standard time, flag
+    ``dst_nonexistent``). :math:`repair\_s = epoch(repaired\_ts) - epoch(ts)`.
+    A record is rejected (line number, reason naming column and value, raw text)
+    when a required field is empty, a timestamp does not parse, ``repaired_ts``
+    precedes ``ts``, or its field count differs from the header's. CSV
+    ``line_no`` is the physical line a record starts on (header = line 1, quoted
+    newlines counted); for Parquet it is the 1-based row number.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from relkit.store import Store
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "ev.csv").write_text(
+    ...     "ts,host,failure_mode\n"
+    ...     "2024-03-01T12:00:00+01:00,n1,gpu/xid_79\n"
+    ...     "yesterday,n2,gpu/xid_79\n"
+    ... )
+    >>> store = Store(":memory:")
+    >>> read_events(store, d / "ev.csv").to_dict()  # doctest: +NORMALIZE_WHITESPACE
+    {'path': '...ev.csv', 'kind': 'events', 'source_id': 1, 'n_lines': 2,
+     'n_loaded': 1, 'n_rejected': 1, 'skipped': False}
+    >>> store.table("events")["ts"].to_list()
+    [datetime.datetime(2024, 3, 1, 11, 0, tzinfo=zoneinfo.ZoneInfo(key='UTC'))]
+    >>> store.table("rejects")["reason"].to_list()
+    ["unparseable timestamp in column 'ts': 'yesterday'"]
+    """
+    tz = check_tz(path, tz)
+    return ingest(
+        store,
+        path,
+        kind="events",
+        options={"tz": tz},
+        parse=lambda p: _parse_events(store, p, tz),
+    )
+
+
+def read_assets(
+    store: Store, path: str | Path, *, tz: str | None = None
+) -> IngestResult:
+    r"""Read a normalised assets table (CSV or Parquet) into the store's ``assets``.
+
+    Parameters
+    ----------
+    store : Store
+        Open, writable store.
+    path : str or Path
+        CSV or Parquet with required columns ``host``, ``in_service_ts``; optional
+        ``out_of_service_ts`` (empty = still in service), ``gpus`` (whole number
+        >= 0; empty = 8), ``device``, ``system``, ``observed_from_ts``. Every
+        further column goes into ``attrs`` as a JSON object of string values
+        (empty values left out).
+    tz : str, optional
+        IANA zone of timestamps written without an offset.
+
+    Returns
+    -------
+    IngestResult
+        Counts of data records, loaded rows and rejects, or ``skipped=True``.
+
+    Raises
+    ------
+    IngestError
+        As :func:`read_events`: unreadable or wrong-format file, missing required
+        columns, unknown ``tz``, or zone-less timestamps without ``tz``.
+
+    Notes
+    -----
+    Rejected (with line number and reason): empty ``host`` or ``in_service_ts``,
+    an unparseable timestamp, ``gpus`` negative or not a whole number,
+    ``out_of_service_ts`` before ``in_service_ts``, a wrong field count.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from relkit.store import Store
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "assets.csv").write_text(
+    ...     "host,in_service_ts,gpus,rack\nn1,2024-01-01,8,r1\nn2,2024-01-01,-1,r1\n"
+    ... )
+    >>> store = Store(":memory:")
+    >>> read_assets(store, d / "assets.csv", tz="UTC").n_rejected
+    1
+    >>> store.table("assets").select("host", "gpus", "attrs").rows()
+    [('n1', 8, '{"rack": "r1"}')]
+    """
+    tz = check_tz(path, tz)
+    return ingest(
+        store,
+        path,
+        kind="assets",
+        options={"tz": tz},
+        parse=lambda p: _parse_assets(store, p, tz),
+    )
