@@ -131,11 +131,25 @@ def test_ref_dst_affected(events: pl.DataFrame) -> None:
     """PROVENANCE.md: 24 rows have Down Time != Fixed - Started by exactly ±60 min."""
     flagged = events.filter(pl.col("flags").str.contains("dst_affected"))
     assert flagged.height == 24
-    # In UTC those outages last Down Time (all but the one whose end is ambiguous).
+    # In UTC those outages last exactly Down Time: the DST change explains the gap.
     real_s = (flagged["repaired_ts"] - flagged["ts"]).dt.total_seconds()
-    assert (
-        (real_s == flagged["repair_s"]) | flagged["flags"].str.contains("dst_ambiguous")
-    ).all()
+    assert (real_s == flagged["repair_s"]).all()
+
+
+def test_ref_ambiguous_times_resolved_by_down_time(events: pl.DataFrame) -> None:
+    """Hand check of the 2 fall-back-hour records (America/Denver, tz database).
+
+    Line 18568: 10/27/2002 1:36 -> 5:27 (MST, 12:27Z), Down Time 231 min, so the
+    start is 1:36 MST = 08:36Z (the later reading). Line 20567: 10/30/2004 23:35 MDT
+    (05:35Z) -> 10/31/2004 1:02, Down Time 147 min, so the end is 1:02 MST = 08:02Z.
+    """
+    amb = events.filter(pl.col("flags").str.contains("dst_ambiguous")).sort("line_no")
+    assert amb["line_no"].to_list() == [18568, 20567]
+    assert amb["ts"].to_list() == [utc(2002, 10, 27, 8, 36), utc(2004, 10, 31, 5, 35)]
+    assert amb["repaired_ts"].to_list() == [
+        utc(2002, 10, 27, 12, 27),
+        utc(2004, 10, 31, 8, 2),
+    ]
 
 
 def test_ref_hand_checked_times(events: pl.DataFrame) -> None:

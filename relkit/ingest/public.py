@@ -215,6 +215,8 @@ def _events(path: Path) -> tuple[pl.DataFrame, Any]:
         sub=pl.coalesce([pl.col(c) for c in _ROOTS]),
     )
 
+    f = f.with_columns(_resolve_ambiguous())
+
     def unparseable(col: str) -> pl.Expr:
         return (
             pl.when(pl.col(col).is_null())
@@ -266,6 +268,38 @@ def _events(path: Path) -> tuple[pl.DataFrame, Any]:
     reason = pl.concat_str(reasons, separator="; ", ignore_nulls=True)
     f = f.with_columns(reason=pl.when(reason != "").then(reason))
     return f, table
+
+
+def _resolve_ambiguous() -> list[pl.Expr]:
+    """Pick the instant of a fall-back-hour time that agrees with Down Time.
+
+    A wall-clock time in the repeated hour is two instants an hour apart. The
+    record's Down Time tells which one: of the (start, end) readings, the one
+    whose UTC difference is closest to Down Time wins (ties keep the earlier).
+    """
+    hour = pl.duration(hours=1)
+    ts, rep, down = pl.col("ts"), pl.col("repaired_ts"), pl.col("down_min")
+    ts_late = (
+        pl.when(pl.col("ts_flag") == "dst_ambiguous").then(ts + hour).otherwise(ts)
+    )
+    rep_late = (
+        pl.when(pl.col("rep_flag") == "dst_ambiguous").then(rep + hour).otherwise(rep)
+    )
+
+    def miss(start: pl.Expr, end: pl.Expr) -> pl.Expr:
+        return ((end - start).dt.total_minutes() - down).abs().fill_null(0)
+
+    base = miss(ts, rep)
+    pick_ts = miss(ts_late, rep) < base
+    pick_rep = ~pick_ts & (miss(ts, rep_late) < base)
+    pick_both = ~pick_ts & ~pick_rep & (miss(ts_late, rep_late) < base)
+    return [
+        pl.when(pick_ts | pick_both).then(ts_late).otherwise(ts).alias("ts"),
+        pl.when(pick_rep | pick_both)
+        .then(rep_late)
+        .otherwise(rep)
+        .alias("repaired_ts"),
+    ]
 
 
 def _event_rows(good: pl.DataFrame) -> pl.DataFrame:
@@ -529,7 +563,8 @@ def read_lanl(store: Store, path: str | Path) -> IngestResult:
     -----
     Events: ``ts``/``repaired_ts`` are ``Prob Started``/``Prob Fixed`` read as
     America/Denver wall-clock time and stored in UTC. In the fall-back hour the
-    earlier instant is taken (flag ``dst_ambiguous``); a time in the
+    instant that agrees with Down Time is taken, the earlier one when Down Time
+    cannot tell (flag ``dst_ambiguous``); a time in the
     spring-forward gap is read as standard time (+1 h, flag ``dst_nonexistent``).
     ``repair_s = 60 * Down Time`` (Down Time wins over the timestamps); flag
     ``dst_affected`` marks the 24 records whose Down Time differs from the local
