@@ -20,7 +20,9 @@ def with_cause_columns(events: pl.DataFrame) -> pl.DataFrame:
     parts = pl.col("failure_mode").str.split_exact("/", 1)
     return events.with_columns(
         root_cause=parts.struct.field("field_0"),
-        sub_cause=pl.coalesce(parts.struct.field("field_1"), parts.struct.field("field_0")),
+        sub_cause=pl.coalesce(
+            parts.struct.field("field_1"), parts.struct.field("field_0")
+        ),
         repair_h=pl.col("repair_s") / 3600.0,
     )
 
@@ -37,8 +39,11 @@ def split_by(by: Sequence[str]) -> tuple[list[str], list[str]]:
     if unknown:
         msg = (
             f"cannot group by {unknown}: choose from unit attributes "
-            f"{list(UNIT_ATTRIBUTES)} or failure attributes {list(FAILURE_ATTRIBUTES)}, "
+            f"{list(UNIT_ATTRIBUTES)} or failure attributes "
+            f"{list(FAILURE_ATTRIBUTES)}, "
             "e.g. --by system,root_cause"
         )
         raise SchemaError(msg)
-    return [c for c in by if c in UNIT_ATTRIBUTES], [c for c in by if c in FAILURE_ATTRIBUTES]
+    return [c for c in by if c in UNIT_ATTRIBUTES], [
+        c for c in by if c in FAILURE_ATTRIBUTES
+    ]

@@ -43,7 +43,9 @@ def _clean(value: object) -> object:
     return value
 
 
-def _emit(result: pl.DataFrame | dict[str, Any] | list[dict[str, Any]], fmt: str) -> None:
+def _emit(
+    result: pl.DataFrame | dict[str, Any] | list[dict[str, Any]], fmt: str
+) -> None:
     if isinstance(result, pl.DataFrame):
         rows = [{k: _clean(v) for k, v in r.items()} for r in result.to_dicts()]
         frame = result
@@ -67,7 +69,8 @@ def _emit(result: pl.DataFrame | dict[str, Any] | list[dict[str, Any]], fmt: str
         with pl.Config(
             tbl_rows=200,
             tbl_cols=30,
-            tbl_width_chars=160,
+            tbl_width_chars=1000,
+            tbl_formatting="ASCII_MARKDOWN",
             float_precision=4,
             tbl_hide_dataframe_shape=True,
             tbl_hide_column_data_types=True,
@@ -82,7 +85,10 @@ def _parse_instant(text: str | None) -> datetime | None:
     try:
         value = datetime.fromisoformat(text)
     except ValueError as exc:
-        msg = f"cannot read {text!r} as a time; give ISO 8601 with a zone, e.g. 2004-01-01T00:00Z"
+        msg = (
+            f"cannot read {text!r} as a time; "
+            "give ISO 8601 with a zone, e.g. 2004-01-01T00:00Z"
+        )
         raise RelkitError(msg) from exc
     if value.tzinfo is None:
         msg = f"{text!r} has no time zone; add one, e.g. {text}Z for UTC"
@@ -105,8 +111,10 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             started = time.perf_counter()
             result = read_file(store, path, kind=args.kind, tz=args.tz)
             took = time.perf_counter() - started
-            state = "skipped (already ingested)" if result.skipped else (
-                f"{result.n_loaded} loaded, {result.n_rejected} rejected"
+            state = (
+                "skipped (already ingested)"
+                if result.skipped
+                else (f"{result.n_loaded} loaded, {result.n_rejected} rejected")
             )
             _progress(f"[{n}/{len(args.paths)}] {path}: {state} ({took:.1f} s)")
             results.append(result.to_dict())
@@ -205,7 +213,9 @@ def _add_format(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", default="relkit.duckdb", help="store file (default relkit.duckdb)")
+    parser.add_argument(
+        "--db", default="relkit.duckdb", help="store file (default relkit.duckdb)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -229,9 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--kind",
         required=True,
         choices=("events", "assets", "lanl"),
-        help="file kind: normalised events or assets CSV/Parquet, or the LANL failure data",
+        help="normalised events or assets CSV/Parquet, or the LANL failure data",
     )
-    p.add_argument("--tz", help="IANA zone of zone-less timestamps, e.g. UTC or America/Denver")
+    p.add_argument(
+        "--tz", help="IANA zone of zone-less timestamps, e.g. UTC or America/Denver"
+    )
     p.add_argument("paths", nargs="+", metavar="PATH")
     _add_format(p)
     p.set_defaults(func=_cmd_ingest)
@@ -239,35 +251,55 @@ def build_parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("mtbf", help="MTBF per group with exact chi-square bounds")
     _add_db(p)
     p.add_argument("--by", help="comma-separated grouping, e.g. system,root_cause")
-    p.add_argument("--confidence", type=float, default=0.9, help="two-sided level (default 0.9)")
+    p.add_argument(
+        "--confidence", type=float, default=0.9, help="two-sided level (default 0.9)"
+    )
     p.add_argument("--window-start", help="ISO 8601 instant with zone")
-    p.add_argument("--window-end", help="ISO 8601 instant with zone (default: end of data)")
+    p.add_argument(
+        "--window-end", help="ISO 8601 instant with zone (default: end of data)"
+    )
     _add_format(p)
     p.set_defaults(func=_cmd_mtbf)
 
-    p = verbs.add_parser("survival", help="lifetime models of the time between failures")
+    p = verbs.add_parser(
+        "survival", help="lifetime models of the time between failures"
+    )
     _add_db(p)
     p.add_argument("--by", help="comma-separated grouping, e.g. system")
     p.add_argument("--unit", choices=("node", "system"), default="system")
     _add_format(p)
     p.set_defaults(func=_cmd_survival)
 
-    p = verbs.add_parser("checkpoint", help="optimal checkpoint interval (Young, Daly, exact)")
-    p.add_argument("--mtbf-h", type=float, required=True, help="MTBF of the whole job, hours")
-    p.add_argument("--cost-h", type=float, required=True, help="checkpoint write time, hours")
+    p = verbs.add_parser(
+        "checkpoint", help="optimal checkpoint interval (Young, Daly, exact)"
+    )
+    p.add_argument(
+        "--mtbf-h", type=float, required=True, help="MTBF of the whole job, hours"
+    )
+    p.add_argument(
+        "--cost-h", type=float, required=True, help="checkpoint write time, hours"
+    )
     p.add_argument("--restart-h", type=float, default=0.0, help="restart time, hours")
     _add_format(p)
     p.set_defaults(func=_cmd_checkpoint)
 
-    p = verbs.add_parser("ettr", help="expected ETTR of a training run (Kokolis et al. 2025)")
+    p = verbs.add_parser(
+        "ettr", help="expected ETTR of a training run (Kokolis et al. 2025)"
+    )
     p.add_argument("--gpus", type=int, required=True, help="GPUs in the job")
     p.add_argument("--gpus-per-node", type=int, default=8)
     p.add_argument(
         "--failure-rate", type=float, required=True, help="failures per node-day (r_f)"
     )
-    p.add_argument("--restart-h", type=float, required=True, help="restart overhead u0, hours")
-    p.add_argument("--interval-h", type=float, required=True, help="checkpoint interval, hours")
-    p.add_argument("--cost-h", type=float, default=0.0, help="blocking checkpoint write, hours")
+    p.add_argument(
+        "--restart-h", type=float, required=True, help="restart overhead u0, hours"
+    )
+    p.add_argument(
+        "--interval-h", type=float, required=True, help="checkpoint interval, hours"
+    )
+    p.add_argument(
+        "--cost-h", type=float, default=0.0, help="blocking checkpoint write, hours"
+    )
     _add_format(p)
     p.set_defaults(func=_cmd_ettr)
 
@@ -276,7 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output directory")
     p.set_defaults(func=_cmd_report)
 
-    p = verbs.add_parser("demo", help="ingest the bundled LANL data and write the report")
+    p = verbs.add_parser(
+        "demo", help="ingest the bundled LANL data and write the report"
+    )
     p.add_argument("--out", default="out", help="output directory (default out/)")
     _add_format(p)
     p.set_defaults(func=_cmd_demo)

@@ -10,8 +10,8 @@ __all__ = [
     "CensoringWarning",
     "ConvergenceError",
     "IngestError",
-    "InvalidParameterError",
     "InsufficientDataError",
+    "InvalidParameterError",
     "RelkitError",
     "RelkitWarning",
     "SchemaError",
@@ -47,7 +47,9 @@ class IngestError(RelkitError, ValueError):
         1-based line number in the file, when the problem is one line.
     """
 
-    def __init__(self, path: str | Path, reason: str, line_no: int | None = None):
+    def __init__(
+        self, path: str | Path, reason: str, line_no: int | None = None
+    ) -> None:
         self.path = str(path)
         self.reason = reason
         self.line_no = line_no

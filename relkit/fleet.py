@@ -22,7 +22,8 @@ def _require_events(events: pl.DataFrame, assets: pl.DataFrame) -> None:
     if events.height == 0 or assets.height == 0:
         msg = (
             f"no data: {events.height} events and {assets.height} assets in the store. "
-            "Ingest failures and the fleet first, e.g. `relkit ingest --kind lanl FILE` "
+            "Ingest failures and the fleet first, e.g. "
+            "`relkit ingest --kind lanl FILE` "
             "or `--kind events FILE` and `--kind assets FILE`."
         )
         raise InsufficientDataError(msg)
@@ -130,10 +131,9 @@ def checkpoint_plan_by_system(
     cost_h: float,
     restart_h: float,
     min_failures: int = 100,
+    window_end: datetime | None = None,
 ) -> pl.DataFrame:
     """Plan checkpoints for a job that spans each whole system.
-
-    The job's MTBF is the system's MTBF (any node failing interrupts it).
 
     Parameters
     ----------
@@ -147,18 +147,44 @@ def checkpoint_plan_by_system(
         Assumed time to restart after a failure, hours (>= 0).
     min_failures : int, default 100
         Systems with fewer recorded failures are left out.
+    window_end : datetime, optional
+        End of observation (UTC); defaults to the end of the data.
 
     Returns
     -------
     pl.DataFrame
-        Columns as :func:`relkit.checkpoint.plan_checkpoints`, one row per system,
-        sorted by system MTBF.
+        One row per system, sorted by job MTBF: ``system``, ``n_nodes``,
+        ``node_mtbf_h``, ``mtbf_h`` (the job's MTBF), then the interval columns of
+        :func:`relkit.checkpoint.plan_checkpoints`.
 
     Raises
     ------
     InvalidParameterError
         If the costs are out of range.
+
+    Notes
+    -----
+    A job holding all :math:`N` nodes of a system is interrupted by any node's
+    failure. With node failures at a constant rate, the job's MTBF is the
+    system's node MTBF divided by the nodes at risk,
+    :math:`M_{job} = M_{node} / N = T_{calendar} / r` when every node shares the
+    system's window, which is what Young's and Daly's formulas need as
+    :math:`M` (Daly 2006, doi:10.1016/j.future.2004.11.016).
     """
-    by_system = mtbf_by(events, assets, by=["system"])
-    large = by_system.filter(pl.col("n_failures") >= min_failures).sort("mtbf_h")
-    return checkpoint.plan_checkpoints(large, cost_h=cost_h, restart_h=restart_h)
+    end = window_end or exposure.observation_end(events)
+    nodes = exposure.build_exposure(assets, by=["system"], window_end=end).select(
+        "system", n_nodes="n_units"
+    )
+    by_system = mtbf_by(events, assets, by=["system"], window_end=end)
+    job = (
+        by_system.filter(pl.col("n_failures") >= min_failures)
+        .join(nodes, on="system", how="left")
+        .select(
+            "system",
+            "n_nodes",
+            node_mtbf_h="mtbf_h",
+            mtbf_h=pl.col("mtbf_h") / pl.col("n_nodes"),
+        )
+        .sort("mtbf_h")
+    )
+    return checkpoint.plan_checkpoints(job, cost_h=cost_h, restart_h=restart_h)

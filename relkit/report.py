@@ -121,8 +121,11 @@ def write_report(
             f"{overall['exposure_h']:,.0f} node-hours; node MTBF "
             f"{overall['mtbf_h']:,.0f} h ({a.confidence:.0%} bounds "
             f"{overall['mtbf_lower_h']:,.0f}–{overall['mtbf_upper_h']:,.0f} h), "
-            f"{overall['failures_per_1000_node_days']:.2f} failures per 1000 node-days.</p>"
-            + _html.chart_div(charts.mtbf_chart(by_system, group="system").to_dict(), "mtbf-system")
+            f"{overall['failures_per_1000_node_days']:.2f} failures "
+            "per 1000 node-days.</p>"
+            + _html.chart_div(
+                charts.mtbf_chart(by_system, group="system").to_dict(), "mtbf-system"
+            )
             + _html.table_html(by_system),
         )
     )
@@ -139,7 +142,9 @@ def write_report(
     progress("fitting lifetime models to the time between failures")
     top = _top_systems(events, a.top_systems)
     failures = with_cause_columns(events)
-    tbf = survival.build_tbf_table(failures, assets, unit="system", by=["system"], window_end=end)
+    tbf = survival.build_tbf_table(
+        failures, assets, unit="system", by=["system"], window_end=end
+    )
     fits = survival.fit_lifetimes(tbf, by=["system"])
     tables["survival_by_system"] = fits
     largest = tbf.filter(pl.col("system") == top[0])
@@ -180,15 +185,24 @@ def write_report(
 
     progress("checkpoint intervals for a job spanning each system")
     plan = fleet.checkpoint_plan_by_system(
-        events, assets, cost_h=a.cost_h, restart_h=a.restart_h, min_failures=a.min_failures
+        events,
+        assets,
+        cost_h=a.cost_h,
+        restart_h=a.restart_h,
+        min_failures=a.min_failures,
     )
     tables["checkpoint_plan"] = plan
-    biggest = by_system.filter(pl.col("n_failures") >= a.min_failures).join(
-        exposure.build_exposure(assets, by=["system"], window_end=end).select(
-            "system", pl.col("n_units").alias("nodes")
-        ),
-        on="system",
-    ).sort("nodes", descending=True).row(0, named=True)
+    biggest = (
+        by_system.filter(pl.col("n_failures") >= a.min_failures)
+        .join(
+            exposure.build_exposure(assets, by=["system"], window_end=end).select(
+                "system", pl.col("n_units").alias("nodes")
+            ),
+            on="system",
+        )
+        .sort("nodes", descending=True)
+        .row(0, named=True)
+    )
     rate = biggest["failures_per_1000_node_days"] / 1000.0
     model = checkpoint.ettr_model(
         n_nodes=biggest["nodes"],
@@ -216,7 +230,9 @@ def write_report(
             f"{model.ettr_at_optimal:.3f} at the optimal interval "
             f"{model.optimal_interval_h * 60:.1f} min (Kokolis et al. 2025 model).</p>"
             + _html.chart_div(
-                charts.ettr_chart(curve, optimum_interval_h=model.optimal_interval_h).to_dict(),
+                charts.ettr_chart(
+                    curve, optimum_interval_h=model.optimal_interval_h
+                ).to_dict(),
                 "ettr",
             ),
         )
@@ -224,11 +240,11 @@ def write_report(
 
     for name, frame in tables.items():
         frame.write_csv(tables_dir / f"{name}.csv")
-    sections.append(
-        ("Assumptions", _html.table_html(pl.DataFrame([asdict(a)])))
-    )
+    sections.append(("Assumptions", _html.table_html(pl.DataFrame([asdict(a)]))))
     page = out_dir / "report.html"
-    page.write_text(_html.render_page("relkit reliability report", sections), encoding="utf-8")
+    page.write_text(
+        _html.render_page("relkit reliability report", sections), encoding="utf-8"
+    )
     return page
 
 
@@ -258,7 +274,9 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
         result = read_file(store, datasets.path("lanl"), kind="lanl")
         page = write_report(store, out_dir, progress=progress)
         events, assets = store.table("events"), store.table("assets")
-        sources = store.table("sources").filter(pl.col("kind") == "lanl").row(0, named=True)
+        sources = (
+            store.table("sources").filter(pl.col("kind") == "lanl").row(0, named=True)
+        )
         overall = fleet.mtbf_by(events, assets).row(0, named=True)
     return {
         "dataset": "LANL failure data 1996-2005 (LA-UR-05-7318)",

@@ -150,6 +150,11 @@ def require_columns(
             if frame.schema[c] != t
         }
         if wrong:
-            detail = ", ".join(f"{c} is {a}, expected {b}" for c, (a, b) in wrong.items())
-            msg = f"{where}: wrong column type(s): {detail}. Cast with pl.col(...).cast(...)."
+            detail = ", ".join(
+                f"{c} is {a}, expected {b}" for c, (a, b) in wrong.items()
+            )
+            msg = (
+                f"{where}: wrong column type(s): {detail}. "
+                "Cast with pl.col(...).cast(...)."
+            )
             raise SchemaError(msg)

@@ -79,10 +79,15 @@ class Store:
     0
     """
 
-    def __init__(self, path: str | Path = "relkit.duckdb", *, read_only: bool = False):
+    def __init__(
+        self, path: str | Path = "relkit.duckdb", *, read_only: bool = False
+    ) -> None:
         self.path = str(path)
         if read_only and self.path != ":memory:" and not Path(self.path).exists():
-            msg = f"{self.path}: no such store. Create it with `relkit ingest --db {self.path} ...`."
+            msg = (
+                f"{self.path}: no such store. "
+                f"Create it with `relkit ingest --db {self.path} ...`."
+            )
             raise RelkitError(msg)
         try:
             self._con = duckdb.connect(self.path, read_only=read_only)
@@ -129,9 +134,13 @@ class Store:
     # -- schema -----------------------------------------------------------------
     def _create_schema(self) -> None:
         con = self._con
-        con.execute("CREATE TABLE IF NOT EXISTS relkit_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         con.execute(
-            "INSERT INTO relkit_meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
+            "CREATE TABLE IF NOT EXISTS relkit_meta "
+            "(key VARCHAR PRIMARY KEY, value VARCHAR)"
+        )
+        con.execute(
+            "INSERT INTO relkit_meta VALUES ('schema_version', ?) "
+            "ON CONFLICT DO NOTHING",
             [str(SCHEMA_VERSION)],
         )
         for name, cols in TABLE_COLUMNS.items():
@@ -170,7 +179,8 @@ class Store:
         int or None
         """
         rows = self._con.execute(
-            "SELECT source_id FROM sources WHERE sha256 = ? AND kind = ? ORDER BY source_id",
+            "SELECT source_id FROM sources WHERE sha256 = ? AND kind = ? "
+            "ORDER BY source_id",
             [sha256, kind],
         ).fetchall()
         return int(rows[0][0]) if rows else None
@@ -228,7 +238,9 @@ class Store:
     def next_source_id(self) -> int:
         """Return the ``source_id`` the next :meth:`add_source` will assign."""
         return int(
-            self._con.execute("SELECT coalesce(max(source_id), 0) + 1 FROM sources").fetchall()[0][0]
+            self._con.execute(
+                "SELECT coalesce(max(source_id), 0) + 1 FROM sources"
+            ).fetchall()[0][0]
         )
 
     # -- rows in and out ------------------------------------------------------------
@@ -259,7 +271,9 @@ class Store:
             raise SchemaError(msg)
         schema = POLARS_SCHEMAS[name]
         if extra := [c for c in frame.columns if c not in schema]:
-            msg = f"append({name!r}): columns {extra} are not in the table {list(schema)}"
+            msg = (
+                f"append({name!r}): columns {extra} are not in the table {list(schema)}"
+            )
             raise SchemaError(msg)
         if frame.height == 0:
             return 0

@@ -6,7 +6,9 @@ import relkit
 
 
 def test_all_matches_public_names() -> None:
-    public = {n for n, v in vars(relkit).items() if not n.startswith("_") and not ismodule(v)}
+    public = {
+        n for n, v in vars(relkit).items() if not n.startswith("_") and not ismodule(v)
+    }
     assert sorted(relkit.__all__) == sorted(public | {"__version__"} - {"annotations"})
 
 

@@ -23,7 +23,9 @@ def _public_objects() -> list[str]:
         exported = getattr(module, "__all__", [])
         for name in exported:
             obj = getattr(module, name)
-            if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == info.name:
+            if (
+                inspect.isfunction(obj) or inspect.isclass(obj)
+            ) and obj.__module__ == info.name:
                 names.append(f"{info.name}.{name}")
     return sorted(set(names))
 

@@ -1,0 +1,99 @@
+"""Benchmarks as ratios against a baseline measured in the same run.
+
+These machines are noisy, so absolute seconds mean little; each benchmark times
+relkit's path and a baseline doing the irreducible part of the same work on the
+same data, interleaved, and reports the median ratio.
+
+- ``ingest_lanl``: relkit's LANL ingest (parse, validate, map, write events,
+  assets and sources) vs DuckDB ``read_csv`` of the same file into a table with
+  every column as text (the bare read).
+- ``mtbf_by_system``: exposure + MTBF with chi-square bounds per system vs a bare
+  polars ``group_by(...).len()`` over the same events.
+
+Usage: ``python bench/run.py [--repeat N]`` (prints one JSON line per benchmark).
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import duckdb
+
+import relkit
+from relkit import datasets, fleet
+from relkit.ingest import read_file
+
+
+def _time(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def compare(
+    name: str,
+    subject: Callable[[], object],
+    baseline: Callable[[], object],
+    repeat: int,
+) -> dict[str, object]:
+    subject()  # warm-up: imports, caches
+    baseline()
+    ratios, subject_s, baseline_s = [], [], []
+    for n in range(repeat):
+        print(f"bench {name}: round {n + 1}/{repeat}", file=sys.stderr, flush=True)
+        b = _time(baseline)
+        s = _time(subject)
+        subject_s.append(s)
+        baseline_s.append(b)
+        ratios.append(s / b)
+    return {
+        "benchmark": name,
+        "ratio_median": round(statistics.median(ratios), 2),
+        "ratio_min": round(min(ratios), 2),
+        "subject_median_s": round(statistics.median(subject_s), 4),
+        "baseline_median_s": round(statistics.median(baseline_s), 4),
+        "repeat": repeat,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    lanl = datasets.path("lanl")
+
+    def relkit_ingest() -> None:
+        with relkit.Store(":memory:") as store:
+            read_file(store, lanl, kind="lanl")
+
+    def duckdb_read() -> None:
+        con = duckdb.connect(":memory:")
+        con.execute(
+            "CREATE TABLE raw AS SELECT * FROM "
+            "read_csv(?, header = true, all_varchar = true)",
+            [str(lanl)],
+        )
+        con.close()
+
+    print(json.dumps(compare("ingest_lanl", relkit_ingest, duckdb_read, args.repeat)))
+
+    with relkit.Store(":memory:") as store:
+        read_file(store, lanl, kind="lanl")
+        events, assets = store.table("events"), store.table("assets")
+    print(
+        json.dumps(
+            compare(
+                "mtbf_by_system",
+                lambda: fleet.mtbf_by(events, assets, by=["system"]),
+                lambda: events.group_by("system").len(),
+                args.repeat,
+            )
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

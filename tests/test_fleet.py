@@ -1,0 +1,123 @@
+"""The main job on real data: MTBF, survival and checkpoint plans for LANL."""
+
+from datetime import UTC, datetime
+
+import polars as pl
+import pytest
+
+from relkit import fleet, metrics
+from relkit.errors import InsufficientDataError, SchemaError
+
+Tables = tuple[pl.DataFrame, pl.DataFrame]
+
+
+def test_ref_failure_counts_by_root_cause(lanl_tables: Tables) -> None:
+    """shared/reference/README.md, real-data facts: LANL counts by root cause."""
+    out = fleet.mtbf_by(*lanl_tables, by=["root_cause"])
+    got = dict(out.select("root_cause", "n_failures").iter_rows())
+    assert got == {
+        "hardware": 14341,
+        "software": 5361,
+        "undetermined": 2652,
+        "network": 421,
+        "facilities": 362,
+        "human_error": 149,
+        "unrecorded": 453,
+    }
+
+
+def test_mtbf_bounds_match_the_chi_square_formula(lanl_tables: Tables) -> None:
+    """Each row's bounds are metrics.mtbf_bounds(r, T) (Epstein & Sobel 1953)."""
+    out = fleet.mtbf_by(*lanl_tables, by=["system"], confidence=0.9)
+    for row in out.iter_rows(named=True):
+        b = metrics.mtbf_bounds(row["n_failures"], row["exposure_h"], confidence=0.9)
+        assert row["mtbf_h"] == pytest.approx(row["exposure_h"] / row["n_failures"])
+        assert (row["mtbf_lower_h"], row["mtbf_upper_h"]) == pytest.approx(
+            (b.lower_h, b.upper_h)
+        )
+        assert row["failures_per_1000_node_days"] == pytest.approx(
+            1000 * 24 * row["n_failures"] / row["exposure_h"]
+        )
+
+
+def test_ref_system_20_exposure_by_hand(lanl_tables: Tables) -> None:
+    """System 20: 512 nodes in production from Dec 2001 (`1-Dec`), still in service.
+
+    Hand computation: 2001-12-01 00:00 MST = 07:00Z; the data end is the last
+    repair in the file. Node-hours = 512 × (end − start) in hours; 2,478 failures
+    (PROVENANCE.md records per system).
+    """
+    events, assets = lanl_tables
+    end = max(events["ts"].max(), events["repaired_ts"].max())
+    start = datetime(2001, 12, 1, 7, 0, tzinfo=UTC)
+    row = (
+        fleet.mtbf_by(events, assets, by=["system"])
+        .filter(system="20")
+        .row(0, named=True)
+    )
+    assert row["n_failures"] == 2478
+    assert row["exposure_h"] == pytest.approx(
+        512 * (end - start).total_seconds() / 3600
+    )
+
+
+def test_zero_failure_groups_have_only_a_lower_bound(lanl_tables: Tables) -> None:
+    """Issue 2 §3: no point estimate (not 0, ∞ or NaN), one-sided lower bound kept.
+
+    Lower bound for r = 0 over T hours at c = 0.9: 2T/χ²(0.9; 2) = T / 2.302585.
+    """
+    out = fleet.mtbf_by(*lanl_tables, by=["system", "root_cause"])
+    zero = out.filter(pl.col("n_failures") == 0)
+    assert zero.height > 0
+    assert zero["mtbf_h"].null_count() == zero.height
+    assert zero["mtbf_lower_one_sided_h"].to_numpy() == pytest.approx(
+        zero["exposure_h"].to_numpy() / 2.302585093, rel=1e-6
+    )
+    # every (system, root cause) pair is present: 23 systems x 7 causes
+    assert out.height == 23 * 7
+
+
+def test_ref_weibull_shape_below_one_for_the_five_largest_systems(
+    lanl_tables: Tables,
+) -> None:
+    """Schroeder & Gibson, DSN 2006 (doi:10.1109/DSN.2006.5): the time between
+    failures of a system is Weibull with decreasing hazard (shape < 1)."""
+    fits = fleet.survival_by(*lanl_tables, by=["system"], unit="system")
+    top = fits.filter(pl.col("system").is_in(["2", "18", "19", "16", "20"]))
+    assert top.height == 5
+    assert (top["weibull_shape_upper"] < 1).all()
+    assert (top["best_model"] != "exponential").all()
+
+
+def test_ref_checkpoint_plan_uses_the_job_mtbf(lanl_tables: Tables) -> None:
+    """A job over all 512 nodes of system 20 fails whenever any node does.
+
+    Its MTBF is node MTBF / 512 (≈ 13.35 h: 2,478 failures in ≈ 33,085 h of
+    calendar time); Young's interval is √(2 δ M) (Young 1974,
+    doi:10.1145/361147.361115) with δ = 5 min.
+    """
+    events, assets = lanl_tables
+    plan = fleet.checkpoint_plan_by_system(
+        events, assets, cost_h=5 / 60, restart_h=1 / 6
+    )
+    row = plan.filter(system="20").row(0, named=True)
+    assert row["n_nodes"] == 512
+    assert row["mtbf_h"] == pytest.approx(row["node_mtbf_h"] / 512)
+    assert row["mtbf_h"] == pytest.approx(13.35, abs=0.01)
+    assert row["young_h"] == pytest.approx((2 * (5 / 60) * row["mtbf_h"]) ** 0.5)
+    assert plan["mtbf_h"].is_sorted()
+    assert (plan["exact_h"] < plan["young_h"]).all()
+
+
+def test_unknown_grouping_column_says_what_is_allowed(lanl_tables: Tables) -> None:
+    with pytest.raises(SchemaError, match="root_cause"):
+        fleet.mtbf_by(*lanl_tables, by=["rack_id"])
+
+
+def test_empty_store_says_how_to_ingest() -> None:
+    from relkit.schema import POLARS_SCHEMAS
+
+    empty_events = pl.DataFrame(schema=POLARS_SCHEMAS["events"])
+    empty_assets = pl.DataFrame(schema=POLARS_SCHEMAS["assets"])
+    with pytest.raises(InsufficientDataError, match="relkit ingest"):
+        fleet.mtbf_by(empty_events, empty_assets)
