@@ -754,6 +754,7 @@ def model_density(
     *,
     by: Sequence[str] = (),
     n_points: int = 200,
+    spacing: Literal["linear", "log"] = "linear",
 ) -> pl.DataFrame:
     r"""Evaluate each fitted model's density on a time grid, for histogram overlays.
 
@@ -769,6 +770,9 @@ def model_density(
         Grouping columns, the same as used for the fit.
     n_points : int, default 200
         Grid points per group (>= 2).
+    spacing : {"linear", "log"}, default "linear"
+        Evenly spaced grid on ``(0, max]``, or log-spaced on ``[min, max]`` of the
+        group's positive ``stop_h`` (for a log time axis).
 
     Returns
     -------
@@ -811,8 +815,12 @@ def model_density(
     if n_points < 2:
         msg = f"{where}: n_points must be >= 2, found {n_points}."
         raise SchemaError(msg)
-    tmax = {
-        tuple(k.values()): float(p["stop_h"].max() or 0.0)
+    positive = pl.col("stop_h").filter(pl.col("stop_h") > 0)
+    span = {
+        tuple(k.values()): (
+            float(p.select(positive.min()).item() or 0.0),
+            float(p["stop_h"].max() or 0.0),
+        )
         for k, p in _groups(table, by)
     }
     rows: list[pl.DataFrame] = []
@@ -821,10 +829,13 @@ def model_density(
     )
     for row in ok.iter_rows(named=True):
         key = {c: row[c] for c in by}
-        top = tmax.get(tuple(key.values()), 0.0)
+        low, top = span.get(tuple(key.values()), (0.0, 0.0))
         if top <= 0:
             continue
-        grid = np.linspace(0.0, top, n_points + 1)[1:]
+        if spacing == "log" and 0 < low < top:
+            grid = np.geomspace(low, top, n_points)
+        else:
+            grid = np.linspace(0.0, top, n_points + 1)[1:]
         dens = _density(row["model"], grid, row["scale_h"], row["shape"] or 1.0)
         rows.append(
             pl.DataFrame(

@@ -15,7 +15,12 @@ from relkit import checkpoint, exposure, metrics, survival
 from relkit._prepare import split_by, with_cause_columns
 from relkit.errors import InsufficientDataError
 
-__all__ = ["checkpoint_plan_by_system", "mtbf_by", "survival_by"]
+__all__ = [
+    "checkpoint_plan_by_system",
+    "first_failure_survival",
+    "mtbf_by",
+    "survival_by",
+]
 
 
 def _require_events(events: pl.DataFrame, assets: pl.DataFrame) -> None:
@@ -122,6 +127,56 @@ def survival_by(
         with_cause_columns(events), assets, unit=unit, by=list(by), window_end=end
     )
     return survival.fit_lifetimes(table, by=list(by))
+
+
+def first_failure_survival(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    systems: Sequence[str] | None = None,
+    confidence: float = 0.95,
+    window_end: datetime | None = None,
+) -> pl.DataFrame:
+    """Kaplan-Meier curve of each node's time to its first failure, per system.
+
+    Parameters
+    ----------
+    events : pl.DataFrame
+        The store's ``events`` table.
+    assets : pl.DataFrame
+        The store's ``assets`` table.
+    systems : sequence of str, optional
+        Systems to include; all by default.
+    confidence : float, default 0.95
+        Level of the pointwise confidence band.
+    window_end : datetime, optional
+        End of observation (UTC); defaults to the end of the data.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns as :func:`relkit.survival.kaplan_meier` with ``system`` first.
+
+    Raises
+    ------
+    InsufficientDataError
+        If the store holds no events or no assets.
+
+    Notes
+    -----
+    Time runs from a node's entry into service. Nodes already in service when
+    tracking began enter late (left truncation); nodes never failing are
+    right-censored at decommission or the end of the data.
+    """
+    _require_events(events, assets)
+    end = window_end or exposure.observation_end(events)
+    if systems is not None:
+        events = events.filter(pl.col("system").is_in(list(systems)))
+        assets = assets.filter(pl.col("system").is_in(list(systems)))
+    table = survival.build_first_failure_table(
+        with_cause_columns(events), assets, by=["system"], window_end=end
+    )
+    return survival.kaplan_meier(table, by=["system"], confidence=confidence)
 
 
 def checkpoint_plan_by_system(

@@ -149,7 +149,7 @@ def write_report(
     tables["survival_by_system"] = fits
     largest = tbf.filter(pl.col("system") == top[0])
     models = survival.fit_lifetime_models(largest, by=["system"])
-    density = survival.model_density(largest, models, by=["system"])
+    density = survival.model_density(largest, models, by=["system"], spacing="log")
     sections.append(
         (
             "Time between failures (system-wide)",
@@ -158,7 +158,10 @@ def write_report(
             + _html.table_html(fits)
             + _html.chart_div(
                 charts.tbf_histogram_chart(
-                    largest, density, title=f"System {top[0]}: time between failures"
+                    largest,
+                    density,
+                    binning="log",
+                    title=f"System {top[0]}: time between failures",
                 ).to_dict(),
                 "tbf-hist",
             ),
@@ -166,13 +169,7 @@ def write_report(
     )
 
     progress("Kaplan-Meier of time to first failure per node")
-    first = survival.build_first_failure_table(
-        failures.filter(pl.col("system").is_in(top)),
-        assets.filter(pl.col("system").is_in(top)),
-        by=["system"],
-        window_end=end,
-    )
-    km = survival.kaplan_meier(first, by=["system"])
+    km = fleet.first_failure_survival(events, assets, systems=top, window_end=end)
     tables["km_first_failure"] = km
     sections.append(
         (

@@ -15,18 +15,18 @@ CHECKS = {"GL08", "SS01", "SS02", "SS03", "SS05", "PR01", "PR02", "RT01"}
 
 
 def _public_objects() -> list[str]:
+    """Every function or class a public module exports, named where it is defined."""
     names = []
     for info in pkgutil.walk_packages(relkit.__path__, "relkit."):
         if any(part.startswith("_") for part in info.name.split(".")):
             continue
         module = importlib.import_module(info.name)
-        exported = getattr(module, "__all__", [])
-        for name in exported:
+        for name in getattr(module, "__all__", []):
             obj = getattr(module, name)
-            if (
-                inspect.isfunction(obj) or inspect.isclass(obj)
-            ) and obj.__module__ == info.name:
-                names.append(f"{info.name}.{name}")
+            if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+                continue
+            if obj.__module__.startswith("relkit"):
+                names.append(f"{obj.__module__}.{obj.__qualname__}")
     return sorted(set(names))
 
 
