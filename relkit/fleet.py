@@ -111,7 +111,10 @@ def survival_by(
     Returns
     -------
     pl.DataFrame
-        One row per group, columns as :func:`relkit.survival.fit_lifetimes`.
+        One row per group, columns as :func:`relkit.survival.fit_lifetimes`, plus
+        ``n_excluded``: gaps left out because their origin is unknown (a node in
+        service before tracking began with no known start) or they fall outside
+        every unit's window; :func:`relkit.survival.build_tbf_exclusions` lists them.
 
     Raises
     ------
@@ -123,10 +126,20 @@ def survival_by(
     _require_events(events, assets)
     split_by(by)
     end = window_end or exposure.observation_end(events)
+    failures = with_cause_columns(events)
     table = survival.build_tbf_table(
-        with_cause_columns(events), assets, unit=unit, by=list(by), window_end=end
+        failures, assets, unit=unit, by=list(by), window_end=end
     )
-    return survival.fit_lifetimes(table, by=list(by))
+    fits = survival.fit_lifetimes(table, by=list(by))
+    excluded = survival.build_tbf_exclusions(
+        failures, assets, unit=unit, by=list(by), window_end=end
+    )
+    if by:
+        counts = excluded.group_by(list(by)).agg(n_excluded=pl.col("n").sum())
+        fits = fits.join(counts, on=list(by), how="left")
+    else:
+        fits = fits.with_columns(n_excluded=pl.lit(int(excluded["n"].sum())))
+    return fits.with_columns(pl.col("n_excluded").fill_null(0).cast(pl.Int64))
 
 
 def first_failure_survival(
