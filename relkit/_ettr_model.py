@@ -1,0 +1,360 @@
+r"""The Kokolis et al. expected-ETTR model of a large training job (private).
+
+Re-exported by :mod:`relkit.checkpoint`; all durations are hours.
+"""
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import polars as pl
+
+from relkit._checks import checked as _checked
+from relkit._checks import whole_nodes as _n_nodes
+from relkit.errors import InvalidParameterError
+
+__all__ = ["ETTRModel", "ettr_curve", "ettr_model", "expected_ettr"]
+
+
+def _ettr_args(
+    n_nodes: object,
+    failures_per_node_day: object,
+    restart_h: object,
+    cost_h: object,
+    *,
+    positive_rate: bool,
+) -> tuple[float, float, float]:
+    n = _n_nodes(n_nodes)
+    rate = _checked(
+        failures_per_node_day,
+        "failures_per_node_day",
+        strict=False,
+        unit="per node-day",
+    )
+    if positive_rate and rate == 0.0:
+        msg = (
+            "failures_per_node_day must be > 0 here: with no failures the MTTF is "
+            "infinite and ETTR = 1/(1 + w/Δt) has no optimum interval; got 0."
+        )
+        raise InvalidParameterError(msg)
+    u0 = _checked(restart_h, "restart_h", strict=False)
+    w = _checked(cost_h, "cost_h", strict=False)
+    lam = n * rate / 24.0
+    if positive_rate and not (lam > 0.0 and math.isfinite(1.0 / lam)):
+        msg = (
+            f"failures_per_node_day={failures_per_node_day!r} on {n} node(s) gives "
+            "a job MTTF too long to represent as a float; use a larger rate."
+        )
+        raise InvalidParameterError(msg)
+    return lam, u0, w
+
+
+def _ettr(lam: float, u0: float, dt: float, w: float) -> float:
+    value = (1.0 - lam * (u0 + dt / 2.0)) / (1.0 + w / dt)
+    return 0.0 if math.isnan(value) or value <= 0.0 else min(1.0, value)
+
+
+def _optimum(lam: float, u0: float, w: float) -> tuple[float, float]:
+    head = 1.0 - lam * u0
+    if head <= 0.0:
+        return 0.0, 0.0
+    if w == 0.0:
+        return 0.0, head
+    # sqrt(w^2 + a) - w with a = 2 w head / lam, rationalised to avoid cancellation
+    a = 2.0 * w * head / lam
+    dt = a / (math.sqrt(w * w + a) + w)
+    if not (math.isfinite(dt) and dt > 0.0):
+        msg = (
+            f"the optimal interval is out of floating-point range (w={w!r} h, "
+            f"MTTF={1.0 / lam!r} h); check the units of cost_h and the rate."
+        )
+        raise InvalidParameterError(msg)
+    return dt, _ettr(lam, u0, dt, w)
+
+
+def expected_ettr(
+    *,
+    n_nodes: int,
+    failures_per_node_day: float,
+    restart_h: float,
+    interval_h: float,
+    cost_h: float = 0.0,
+) -> float:
+    r"""Compute the expected ETTR of a job (Kokolis et al. first-order model).
+
+    Parameters
+    ----------
+    n_nodes : int
+        Nodes N the job spans, >= 1.
+    failures_per_node_day : float
+        Failure rate r_f per node-day, >= 0.
+    restart_h : float
+        Restart overhead u₀ after each failure in hours, >= 0.
+    interval_h : float
+        Checkpoint interval Δt in hours, > 0.
+    cost_h : float, default 0.0
+        Blocking checkpoint write w in hours, >= 0.
+
+    Returns
+    -------
+    float
+        Expected ETTR in [0, 1]: productive training time over wall time.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``n_nodes`` is not a whole number >= 1, or a rate or duration is
+        None, not finite or out of range.
+
+    Notes
+    -----
+    With :math:`\lambda = N r_f / 24` failures per hour,
+
+    .. math::
+
+        E[\mathrm{ETTR}] \approx
+        \frac{1 - \lambda\,(u_0 + \Delta t/2)}{1 + w/\Delta t}
+
+    assuming Poisson failures and that each failure loses half an interval of
+    work plus u₀. This first-order model breaks down when
+    :math:`\lambda(u_0 + \Delta t/2) \ge 1` (failures as frequent as the
+    restart-plus-rework they cause); the value is then clipped at 0 instead
+    of going negative.
+
+    References
+    ----------
+    .. [1] A. Kokolis et al., HPCA 2025. arXiv:2410.21680
+
+    Examples
+    --------
+    16,000 GPUs (2,000 nodes) on RSC-1, checkpointing hourly, 5 min restarts:
+    the paper quotes ETTR "0.7".
+
+    >>> round(
+    ...     expected_ettr(
+    ...         n_nodes=2000,
+    ...         failures_per_node_day=6.5e-3,
+    ...         restart_h=5 / 60,
+    ...         interval_h=1.0,
+    ...     ),
+    ...     3,
+    ... )
+    0.684
+    """
+    lam, u0, w = _ettr_args(
+        n_nodes, failures_per_node_day, restart_h, cost_h, positive_rate=False
+    )
+    dt = _checked(interval_h, "interval_h")
+    return _ettr(lam, u0, dt, w)
+
+
+@dataclass(frozen=True)
+class ETTRModel:
+    """Expected ETTR of a job at one interval, and at the optimal interval.
+
+    Parameters
+    ----------
+    mttf_h : float
+        Job mean time to failure 1/λ in hours.
+    ettr : float
+        Expected ETTR at the given interval, in [0, 1].
+    optimal_interval_h : float
+        Interval Δt* maximising the expected ETTR, hours (0.0 when w = 0 or
+        when the model has broken down, λu₀ >= 1).
+    ettr_at_optimal : float
+        Expected ETTR at ``optimal_interval_h`` (its limit when that is 0).
+    """
+
+    mttf_h: float
+    ettr: float
+    optimal_interval_h: float
+    ettr_at_optimal: float
+
+    def to_dict(self) -> dict[str, float]:
+        """Return the fields as a plain dict.
+
+        Returns
+        -------
+        dict
+            Field name to value.
+        """
+        return asdict(self)
+
+
+def ettr_model(
+    *,
+    n_nodes: int,
+    failures_per_node_day: float,
+    restart_h: float,
+    interval_h: float,
+    cost_h: float = 0.0,
+) -> ETTRModel:
+    r"""Compute the expected ETTR, the job MTTF and the optimal interval.
+
+    Parameters
+    ----------
+    n_nodes : int
+        Nodes N the job spans, >= 1.
+    failures_per_node_day : float
+        Failure rate r_f per node-day, > 0.
+    restart_h : float
+        Restart overhead u₀ after each failure in hours, >= 0.
+    interval_h : float
+        Checkpoint interval Δt in hours, > 0.
+    cost_h : float, default 0.0
+        Blocking checkpoint write w in hours, >= 0.
+
+    Returns
+    -------
+    ETTRModel
+        ``mttf_h``, ``ettr`` at ``interval_h``, ``optimal_interval_h`` and
+        ``ettr_at_optimal``.
+
+    Raises
+    ------
+    InvalidParameterError
+        As :func:`expected_ettr`, and if the rate is 0 (no finite optimum).
+
+    Notes
+    -----
+    :math:`\mathrm{MTTF} = 1/\lambda`, :math:`\lambda = N r_f/24` per hour.
+    The expected ETTR of :func:`expected_ettr` is maximised at
+
+    .. math::
+
+        \Delta t^* = \sqrt{w^2 + 2w(1-\lambda u_0)/\lambda} - w
+
+    (close to Young's :math:`\sqrt{2w/\lambda}`). With w = 0 the ETTR rises
+    as Δt → 0: ``optimal_interval_h`` is 0.0 and ``ettr_at_optimal`` the
+    limit :math:`1 - \lambda u_0`. When :math:`\lambda u_0 \ge 1` the
+    restarts alone exceed the MTTF, the model predicts no progress at any
+    interval, and both are 0.0.
+
+    References
+    ----------
+    .. [1] A. Kokolis et al., HPCA 2025. arXiv:2410.21680
+
+    Examples
+    --------
+    K1: 2,048 nodes, r_f = 6.5e-3, u₀ = 5 min, w = 30 s, Δt = Young's 10.40 min.
+
+    >>> m = ettr_model(
+    ...     n_nodes=2048,
+    ...     failures_per_node_day=6.5e-3,
+    ...     restart_h=5 / 60,
+    ...     interval_h=10.4006 / 60,
+    ...     cost_h=0.5 / 60,
+    ... )
+    >>> round(m.mttf_h, 3), round(m.ettr, 4)
+    (1.803, 0.8642)
+    >>> round(m.optimal_interval_h * 60, 4), round(m.ettr_at_optimal, 4)
+    (9.6697, 0.8644)
+    """
+    lam, u0, w = _ettr_args(
+        n_nodes, failures_per_node_day, restart_h, cost_h, positive_rate=True
+    )
+    dt = _checked(interval_h, "interval_h")
+    best_dt, best = _optimum(lam, u0, w)
+    return ETTRModel(
+        mttf_h=1.0 / lam,
+        ettr=_ettr(lam, u0, dt, w),
+        optimal_interval_h=best_dt,
+        ettr_at_optimal=best,
+    )
+
+
+def ettr_curve(
+    *,
+    n_nodes: int,
+    failures_per_node_day: float,
+    restart_h: float,
+    cost_h: float,
+    intervals_h: Sequence[float] | np.ndarray | None = None,
+) -> pl.DataFrame:
+    r"""Tabulate expected ETTR against the checkpoint interval.
+
+    Parameters
+    ----------
+    n_nodes : int
+        Nodes N the job spans, >= 1.
+    failures_per_node_day : float
+        Failure rate r_f per node-day, > 0 (>= 0 when ``intervals_h`` is given).
+    restart_h : float
+        Restart overhead u₀ in hours, >= 0.
+    cost_h : float
+        Blocking checkpoint write w in hours, >= 0.
+    intervals_h : sequence of float, optional
+        Intervals Δt in hours (each > 0, at most 400). Default: 400 log-spaced
+        points from min(MTTF/10⁴, Δt*/10) to 2·MTTF, which spans the optimum
+        and the point where ETTR reaches 0.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns ``interval_h`` and ``ettr_frac`` (in [0, 1]), one row per
+        interval, sorted by ``interval_h``.
+
+    Raises
+    ------
+    InvalidParameterError
+        As :func:`expected_ettr`; also if ``intervals_h`` has more than 400
+        values or a value that is not finite and > 0.
+
+    Notes
+    -----
+    Evaluates :func:`expected_ettr` pointwise (clipped at 0 where the
+    first-order model breaks down).
+
+    References
+    ----------
+    .. [1] A. Kokolis et al., HPCA 2025. arXiv:2410.21680
+
+    Examples
+    --------
+    >>> curve = ettr_curve(
+    ...     n_nodes=2048,
+    ...     failures_per_node_day=6.5e-3,
+    ...     restart_h=5 / 60,
+    ...     cost_h=0.5 / 60,
+    ... )
+    >>> curve.height, round(curve["ettr_frac"].max(), 4)
+    (400, 0.8644)
+    """
+    lam, u0, w = _ettr_args(
+        n_nodes,
+        failures_per_node_day,
+        restart_h,
+        cost_h,
+        positive_rate=intervals_h is None,
+    )
+    if intervals_h is None:
+        mttf = 1.0 / lam
+        best_dt, _ = _optimum(lam, u0, w)
+        low = min(mttf * 1e-4, best_dt / 10.0) if best_dt > 0 else mttf * 1e-4
+        grid = np.geomspace(low, 2.0 * mttf, 399)
+        if best_dt > 0:
+            grid = np.append(grid, best_dt)
+        values = np.unique(grid)
+    else:
+        values = np.asarray(intervals_h, dtype=float).ravel()
+        if values.size > 400:
+            msg = (
+                f"intervals_h has {values.size} values; at most 400 are allowed "
+                "(charts take <= 5,000 rows). Thin it, e.g. np.geomspace(a, b, 200)."
+            )
+            raise InvalidParameterError(msg)
+        bad = values[~(np.isfinite(values) & (values > 0))]
+        if bad.size:
+            msg = (
+                f"intervals_h must be finite and > 0 (hours); found {bad[:5].tolist()}."
+            )
+            raise InvalidParameterError(msg)
+        values = np.sort(values)
+    return pl.DataFrame(
+        {
+            "interval_h": values,
+            "ettr_frac": [_ettr(lam, u0, float(v), w) for v in values],
+        },
+        schema={"interval_h": pl.Float64, "ettr_frac": pl.Float64},
+    )
