@@ -23,15 +23,78 @@ __all__ = [
 ]
 
 
-def _require_events(events: pl.DataFrame, assets: pl.DataFrame) -> None:
-    if events.height == 0 or assets.height == 0:
+def _unique(by: Sequence[str]) -> list[str]:
+    """Return the grouping columns in order, each once."""
+    return list(dict.fromkeys(by))
+
+
+def _prepare_tables(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    window_end: datetime | None,
+) -> tuple[pl.DataFrame, pl.DataFrame, datetime]:
+    """Check and align the store's tables; return events, assets and the end.
+
+    - Events without ``system`` take their host's system from the assets.
+    - Every failure must be on a known host (else a message naming the hosts).
+    - Without a declared ``window_end``, each asset file's observation ends at
+      the last record about any of its hosts, so that adding another fleet's
+      data to a store does not stretch this fleet's time at risk.
+    """
+    if assets.height == 0:
         msg = (
-            f"no data: {events.height} events and {assets.height} assets in the store. "
-            "Ingest failures and the fleet first, e.g. "
-            "`relkit ingest --kind lanl FILE` "
-            "or `--kind events FILE` and `--kind assets FILE`."
+            f"no assets in the store ({events.height} events): MTBF needs the units "
+            "at risk. Ingest them, e.g. `relkit ingest --kind assets FILE` (columns "
+            "host, in_service_ts, ...) or `relkit ingest --kind lanl FILE`."
         )
         raise InsufficientDataError(msg)
+    if events.height == 0 and window_end is None:
+        msg = (
+            "no failure events in the store, so the end of observation is unknown; "
+            "declare it, e.g. --window-end 2025-01-01T00:00Z (library: window_end=)."
+        )
+        raise InsufficientDataError(msg)
+    host_system = (
+        assets.filter(pl.col("system").is_not_null())
+        .group_by("host")
+        .agg(pl.col("system").sort().first().alias("_asset_system"))
+    )
+    events = (
+        events.join(host_system, on="host", how="left")
+        .with_columns(pl.coalesce("system", "_asset_system").alias("system"))
+        .drop("_asset_system")
+    )
+    unknown = events.join(assets.select("host").unique(), on="host", how="anti")
+    if unknown.height:
+        hosts = unknown["host"].unique().sort().to_list()
+        msg = (
+            f"{unknown.height} failure event(s) on {len(hosts)} host(s) missing from "
+            f"the assets table, e.g. {hosts[:5]}: their time at risk is unknown. "
+            "Add these hosts to the assets file and re-ingest it, or remove their "
+            "events."
+        )
+        raise InsufficientDataError(msg)
+    end = window_end or exposure.observation_end(events)
+    if window_end is None:
+        last = events.group_by("host").agg(
+            _last=pl.max_horizontal(pl.col("ts").max(), pl.col("repaired_ts").max())
+        )
+        source_end = (
+            assets.join(last, on="host", how="left")
+            .group_by("source_id")
+            .agg(_source_end=pl.col("_last").max())
+        )
+        stop = pl.coalesce("_source_end", pl.lit(end))
+        assets = (
+            assets.join(source_end, on="source_id", how="left", nulls_equal=True)
+            .with_columns(
+                out_of_service_ts=pl.min_horizontal(
+                    pl.coalesce("out_of_service_ts", stop), stop
+                )
+            )
+            .drop("_source_end")
+        )
+    return events, assets, end
 
 
 def mtbf_by(
@@ -73,9 +136,9 @@ def mtbf_by(
     InsufficientDataError
         If the store holds no events or no assets.
     """
-    _require_events(events, assets)
+    by = _unique(by)
     unit_by, _ = split_by(by)
-    end = window_end or exposure.observation_end(events)
+    events, assets, end = _prepare_tables(events, assets, window_end)
     failures = with_cause_columns(events).filter(pl.col("ts") <= end)
     if window_start is not None:
         failures = failures.filter(pl.col("ts") >= window_start)
@@ -123,9 +186,9 @@ def survival_by(
     InsufficientDataError
         If the store holds no events or no assets.
     """
-    _require_events(events, assets)
+    by = _unique(by)
     split_by(by)
-    end = window_end or exposure.observation_end(events)
+    events, assets, end = _prepare_tables(events, assets, window_end)
     failures = with_cause_columns(events)
     table = survival.build_tbf_table(
         failures, assets, unit=unit, by=list(by), window_end=end
@@ -181,8 +244,7 @@ def first_failure_survival(
     tracking began enter late (left truncation); nodes never failing are
     right-censored at decommission or the end of the data.
     """
-    _require_events(events, assets)
-    end = window_end or exposure.observation_end(events)
+    events, assets, end = _prepare_tables(events, assets, window_end)
     if systems is not None:
         events = events.filter(pl.col("system").is_in(list(systems)))
         assets = assets.filter(pl.col("system").is_in(list(systems)))
@@ -239,7 +301,7 @@ def checkpoint_plan_by_system(
     system's window, which is what Young's and Daly's formulas need as
     :math:`M` (Daly 2006, doi:10.1016/j.future.2004.11.016).
     """
-    end = window_end or exposure.observation_end(events)
+    events, assets, end = _prepare_tables(events, assets, window_end)
     nodes = exposure.build_exposure(assets, by=["system"], window_end=end).select(
         "system", n_nodes="n_units"
     )

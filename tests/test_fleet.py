@@ -133,3 +133,57 @@ def test_every_failure_is_a_gap_or_an_excluded_gap(lanl_tables: Tables) -> None:
     out = fleet.survival_by(*lanl_tables, unit="node").row(0, named=True)
     assert out["n_excluded"] == 4
     assert out["n_failures"] + out["n_excluded"] == 23739
+
+
+def _other_fleet(events: pl.DataFrame, assets: pl.DataFrame) -> Tables:
+    """A second, unrelated fleet dated 2024 (source 99), no `system` on its events."""
+    t0 = datetime(2024, 1, 1, tzinfo=UTC)
+    new_assets = pl.DataFrame(
+        {
+            "source_id": [99, 99],
+            "host": ["gpu001", "gpu002"],
+            "system": ["clusterA", "clusterA"],
+            "gpus": [8, 8],
+            "in_service_ts": [t0, t0],
+        }
+    ).cast({"source_id": pl.Int32, "gpus": pl.Int32})
+    new_events = pl.DataFrame(
+        {
+            "source_id": [98, 98],
+            "ts": [datetime(2024, 3, 1, tzinfo=UTC), datetime(2024, 4, 10, tzinfo=UTC)],
+            "host": ["gpu001", "gpu002"],
+            "failure_mode": ["hardware/gpu", "network/nic"],
+        }
+    ).cast({"source_id": pl.Int32})
+    return (
+        pl.concat([events, new_events], how="diagonal_relaxed"),
+        pl.concat([assets, new_assets], how="diagonal_relaxed"),
+    )
+
+
+def test_another_fleet_in_the_store_does_not_change_lanl(lanl_tables: Tables) -> None:
+    """Each asset file's observation ends at the last record about its hosts.
+
+    Adding a 2024 fleet must leave LANL's system 10 exactly as before; the new
+    cluster's exposure is 2 nodes × (2024-04-10 − 2024-01-01) = 2 × 2,400 h, with
+    its events' system taken from the assets.
+    """
+    before = fleet.mtbf_by(*lanl_tables, by=["system"])
+    after = fleet.mtbf_by(*_other_fleet(*lanl_tables), by=["system"])
+    assert after.filter(system="10").row(0) == before.filter(system="10").row(0)
+    new = after.filter(system="clusterA").row(0, named=True)
+    assert new["n_failures"] == 2
+    assert new["exposure_h"] == pytest.approx(2 * 100 * 24)
+
+
+def test_failures_on_unknown_hosts_are_named(lanl_tables: Tables) -> None:
+    events, assets = lanl_tables
+    ghost = events.head(1).with_columns(host=pl.lit("ghost"), system=pl.lit(None))
+    with pytest.raises(InsufficientDataError, match=r"missing from the assets.*ghost"):
+        fleet.mtbf_by(pl.concat([events, ghost]), assets, by=["system"])
+
+
+def test_duplicate_grouping_columns_are_merged(lanl_tables: Tables) -> None:
+    out = fleet.mtbf_by(*lanl_tables, by=["root_cause", "root_cause"])
+    assert out.columns[0] == "root_cause"
+    assert out.height == 7
