@@ -168,8 +168,10 @@ def _exact(d: float, m: float) -> float:
     if x < 1e-5:
         # Series of 1 + W0(-exp(-1 - x)) at the branch point, s = sqrt(2x);
         # lambertw loses digits there (its argument is within x/e of -1/e).
+        # m * s = sqrt(2 d m), formed without the underflow of d / m.
         s = math.sqrt(2.0 * x)
-        return m * (s - s**2 / 3.0 + s**3 / 36.0 + s**4 / 270.0)
+        root = math.sqrt(2.0 * d) * math.sqrt(m)
+        return root * (1.0 - s / 3.0 + s**2 / 36.0 + s**3 / 270.0)
     w = lambertw(-math.exp(-(1.0 + x)), 0)
     return m * (1.0 + float(w.real))
 

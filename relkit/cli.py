@@ -25,6 +25,7 @@ __all__ = ["main"]
 EXIT_USAGE = 2
 EXIT_DATA = 1
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
 
 
 def _progress(message: str) -> None:
@@ -79,19 +80,19 @@ def _emit(
             print(frame)
 
 
-def _parse_instant(text: str | None) -> datetime | None:
+def _parse_instant(text: str | None, flag: str) -> datetime | None:
     if text is None:
         return None
     try:
         value = datetime.fromisoformat(text)
     except ValueError as exc:
         msg = (
-            f"cannot read {text!r} as a time; "
+            f"{flag}: cannot read {text!r} as a time; "
             "give ISO 8601 with a zone, e.g. 2004-01-01T00:00Z"
         )
         raise RelkitError(msg) from exc
     if value.tzinfo is None:
-        msg = f"{text!r} has no time zone; add one, e.g. {text}Z for UTC"
+        msg = f"{flag}: {text!r} has no time zone; add one, e.g. {text}Z for UTC"
         raise RelkitError(msg)
     return value
 
@@ -105,20 +106,31 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from relkit.ingest import read_file
     from relkit.store import Store
 
-    results = []
+    results, failed = [], 0
     with Store(args.db) as store:
         for n, path in enumerate(args.paths, 1):
             started = time.perf_counter()
-            result = read_file(store, path, kind=args.kind, tz=args.tz)
+            try:
+                result = read_file(
+                    store, path, kind=args.kind, tz=args.tz, replace=args.replace
+                )
+            except RelkitError as exc:
+                failed += 1
+                _progress(f"[{n}/{len(args.paths)}] error: {exc}")
+                continue
             took = time.perf_counter() - started
-            state = (
-                "skipped (already ingested)"
-                if result.skipped
-                else (f"{result.n_loaded} loaded, {result.n_rejected} rejected")
-            )
-            _progress(f"[{n}/{len(args.paths)}] {path}: {state} ({took:.1f} s)")
+            if result.skipped:
+                state = "skipped (already ingested)"
+            else:
+                state = f"{result.n_loaded} loaded, {result.n_rejected} rejected"
+            note = f"; {result.note}" if result.note else ""
+            _progress(f"[{n}/{len(args.paths)}] {path}: {state} ({took:.1f} s){note}")
             results.append(result.to_dict())
-    _emit(results, args.format)
+    if results:
+        _emit(results, args.format)
+    if failed:
+        msg = f"{failed} of {len(args.paths)} file(s) could not be ingested (see above)"
+        raise RelkitError(msg)
     return 0
 
 
@@ -132,14 +144,19 @@ def _open_tables(db: str) -> tuple[pl.DataFrame, pl.DataFrame]:
 def _cmd_mtbf(args: argparse.Namespace) -> int:
     from relkit.fleet import mtbf_by
 
+    start = _parse_instant(args.window_start, "--window-start")
+    end = _parse_instant(args.window_end, "--window-end")
+    if start is not None and end is not None and start >= end:
+        msg = f"--window-start {start} is not before --window-end {end}; swap them"
+        raise RelkitError(msg)
     events, assets = _open_tables(args.db)
     result = mtbf_by(
         events,
         assets,
         by=_columns(args.by),
         confidence=args.confidence,
-        window_start=_parse_instant(args.window_start),
-        window_end=_parse_instant(args.window_end),
+        window_start=start,
+        window_end=end,
     )
     _emit(result, args.format)
     return 0
@@ -167,6 +184,12 @@ def _cmd_ettr(args: argparse.Namespace) -> int:
     from relkit.checkpoint import ettr_model
     from relkit.errors import InvalidParameterError
 
+    if args.gpus_per_node < 1 or args.gpus < 1:
+        msg = (
+            f"--gpus ({args.gpus}) and --gpus-per-node ({args.gpus_per_node}) must be "
+            "whole numbers >= 1, e.g. --gpus 16384 --gpus-per-node 8"
+        )
+        raise InvalidParameterError(msg)
     if args.gpus % args.gpus_per_node:
         msg = (
             f"--gpus {args.gpus} is not a whole number of nodes of "
@@ -243,6 +266,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--tz", help="IANA zone of zone-less timestamps, e.g. UTC or America/Denver"
+    )
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="re-read a file ingested before (changed, or with other options), "
+        "dropping the rows of its earlier ingest first",
     )
     p.add_argument("paths", nargs="+", metavar="PATH")
     _add_format(p)
@@ -328,7 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        Exit code: 0 success, 1 bad data or arguments, 2 usage error, 3 internal error.
+        Exit code: 0 success, 1 bad data or arguments, 2 usage error, 3 internal
+        error, 130 interrupted (Ctrl-C).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -341,6 +371,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"relkit {args.verb}: error: {exc}", file=sys.stderr)
         return EXIT_DATA
+    except KeyboardInterrupt:
+        print(f"relkit {args.verb}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as exc:
         if os.environ.get("RELKIT_DEBUG"):
             raise

@@ -20,6 +20,7 @@ __all__ = [
     "first_failure_survival",
     "mtbf_by",
     "survival_by",
+    "time_between_failures",
 ]
 
 
@@ -146,6 +147,50 @@ def mtbf_by(
         assets, by=unit_by, window_start=window_start, window_end=end
     )
     return metrics.mtbf(failures, at_risk, by=list(by), confidence=confidence)
+
+
+def time_between_failures(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    by: Sequence[str] = (),
+    unit: Literal["node", "system"] = "system",
+    window_end: datetime | None = None,
+) -> pl.DataFrame:
+    """Build the time-between-failures table of each group, ready to fit.
+
+    Parameters
+    ----------
+    events : pl.DataFrame
+        The store's ``events`` table.
+    assets : pl.DataFrame
+        The store's ``assets`` table.
+    by : sequence of str, default ()
+        Grouping columns, as in :func:`mtbf_by`.
+    unit : {"node", "system"}, default "system"
+        Gaps between failures of the same node, or of the whole group.
+    window_end : datetime, optional
+        End of observation (UTC); defaults to the end of the data.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns ``*by, unit_id, entry_h, stop_h, observed`` as
+        :func:`relkit.survival.build_tbf_table`.
+
+    Raises
+    ------
+    SchemaError
+        If a ``by`` column is not a known attribute.
+    InsufficientDataError
+        If the store holds no assets, or failures on hosts it does not list.
+    """
+    by = _unique(by)
+    split_by(by)
+    events, assets, end = _prepare_tables(events, assets, window_end)
+    return survival.build_tbf_table(
+        with_cause_columns(events), assets, unit=unit, by=by, window_end=end
+    )
 
 
 def survival_by(
@@ -284,8 +329,8 @@ def checkpoint_plan_by_system(
     -------
     pl.DataFrame
         One row per system, sorted by job MTBF: ``system``, ``n_nodes``,
-        ``node_mtbf_h``, ``mtbf_h`` (the job's MTBF), then the interval columns of
-        :func:`relkit.checkpoint.plan_checkpoints`.
+        ``n_failures``, ``node_mtbf_h``, ``mtbf_h`` (the job's MTBF), then the
+        interval columns of :func:`relkit.checkpoint.plan_checkpoints`.
 
     Raises
     ------
@@ -315,6 +360,10 @@ def checkpoint_plan_by_system(
             node_mtbf_h="mtbf_h",
             mtbf_h=pl.col("mtbf_h") / pl.col("n_nodes"),
         )
-        .sort("mtbf_h")
+        .sort("mtbf_h", "system")
     )
-    return checkpoint.plan_checkpoints(job, cost_h=cost_h, restart_h=restart_h)
+    plan = checkpoint.plan_checkpoints(job, cost_h=cost_h, restart_h=restart_h)
+    counts = by_system.select("system", "n_failures")
+    return plan.join(counts, on="system", how="left").select(
+        "system", "n_nodes", "n_failures", pl.exclude("system", "n_nodes", "n_failures")
+    )

@@ -13,7 +13,6 @@ from typing import Any
 import polars as pl
 
 from relkit import _html, charts, checkpoint, exposure, fleet, survival
-from relkit._prepare import with_cause_columns
 from relkit.store import Store
 
 __all__ = ["ReportAssumptions", "run_demo", "write_report"]
@@ -60,6 +59,82 @@ def _top_systems(events: pl.DataFrame, n: int) -> list[str]:
     return counts["system"].to_list()
 
 
+def _natural_sort(frame: pl.DataFrame, column: str) -> pl.DataFrame:
+    """Sort ids that look numeric as numbers (2 before 10), then the rest as text."""
+    return frame.sort(
+        pl.col(column).str.to_integer(strict=False), pl.col(column), nulls_last=True
+    )
+
+
+def _checkpoint_section(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    a: ReportAssumptions,
+    tables: dict[str, pl.DataFrame],
+) -> tuple[str, str]:
+    """Checkpoint plans per system and the ETTR curve of the largest system."""
+    intro = (
+        f"<p>Assumed checkpoint write {a.cost_h * 60:.0f} min and restart "
+        f"{a.restart_h * 60:.0f} min. A job spanning a whole system is interrupted "
+        "by any node's failure, so its MTBF is the node MTBF divided by the nodes "
+        "(Young 1974, doi:10.1145/361147.361115; Daly 2006, "
+        "doi:10.1016/j.future.2004.11.016).</p>"
+    )
+    plan = fleet.checkpoint_plan_by_system(
+        events, assets, cost_h=a.cost_h, restart_h=a.restart_h, min_failures=1
+    )
+    large = plan.filter(pl.col("n_failures") >= a.min_failures)
+    shown = large if large.height else plan
+    tables["checkpoint_plan"] = shown
+    if shown.height == 0:
+        return (
+            "Checkpoint interval",
+            intro + "<p>No system has a recorded failure, "
+            "so no interval can be derived from the data.</p>",
+        )
+    note = (
+        f"<p>Systems with at least {a.min_failures} failures.</p>"
+        if large.height
+        else f"<p>No system has {a.min_failures} failures; every system with a "
+        "failure is shown, with wide uncertainty.</p>"
+    )
+    biggest = shown.sort(["n_nodes", "system"], descending=[True, False]).row(
+        0, named=True
+    )
+    rate = 24.0 / biggest["node_mtbf_h"]
+    model = checkpoint.ettr_model(
+        n_nodes=biggest["n_nodes"],
+        failures_per_node_day=rate,
+        restart_h=a.restart_h,
+        interval_h=1.0,
+        cost_h=a.cost_h,
+    )
+    curve = checkpoint.ettr_curve(
+        n_nodes=biggest["n_nodes"],
+        failures_per_node_day=rate,
+        restart_h=a.restart_h,
+        cost_h=a.cost_h,
+    )
+    tables["ettr_curve"] = curve
+    return (
+        "Checkpoint interval",
+        intro
+        + note
+        + _html.table_html(shown)
+        + f"<p>System {biggest['system']} ({biggest['n_nodes']} nodes, "
+        f"{rate * 1000:.2f} failures per 1000 node-days): expected ETTR "
+        f"{model.ettr_at_optimal:.3f} at the optimal interval "
+        f"{model.optimal_interval_h * 60:.1f} min (Kokolis et al., HPCA 2025, "
+        "arXiv:2410.21680).</p>"
+        + _html.chart_div(
+            charts.ettr_chart(
+                curve, optimum_interval_h=model.optimal_interval_h
+            ).to_dict(),
+            "ettr",
+        ),
+    )
+
+
 def write_report(
     store: Store,
     out_dir: Path,
@@ -101,7 +176,9 @@ def write_report(
     tables: dict[str, pl.DataFrame] = {}
 
     progress("MTBF by system and by root cause")
-    by_system = fleet.mtbf_by(events, assets, by=["system"], confidence=a.confidence)
+    by_system = _natural_sort(
+        fleet.mtbf_by(events, assets, by=["system"], confidence=a.confidence), "system"
+    )
     by_cause = fleet.mtbf_by(events, assets, by=["root_cause"], confidence=a.confidence)
     tables |= {"mtbf_by_system": by_system, "mtbf_by_root_cause": by_cause}
     overall = fleet.mtbf_by(events, assets, confidence=a.confidence).row(0, named=True)
@@ -141,20 +218,20 @@ def write_report(
 
     progress("fitting lifetime models to the time between failures")
     top = _top_systems(events, a.top_systems)
-    failures = with_cause_columns(events)
-    tbf = survival.build_tbf_table(
-        failures, assets, unit="system", by=["system"], window_end=end
-    )
-    fits = survival.fit_lifetimes(tbf, by=["system"])
+    fits = _natural_sort(fleet.survival_by(events, assets, by=["system"]), "system")
     tables["survival_by_system"] = fits
-    largest = tbf.filter(pl.col("system") == top[0])
+    largest = fleet.time_between_failures(events, assets, by=["system"]).filter(
+        pl.col("system") == top[0]
+    )
     models = survival.fit_lifetime_models(largest, by=["system"])
     density = survival.model_density(largest, models, by=["system"], spacing="log")
     sections.append(
         (
             "Time between failures (system-wide)",
-            "<p>Weibull shape below 1 means a decreasing hazard: failures cluster "
-            "(Schroeder &amp; Gibson, DSN 2006).</p>"
+            "<p>Gaps between consecutive failures anywhere in a system, fitted with "
+            "four lifetime models and ranked by AIC. A Weibull shape below 1 is a "
+            "decreasing hazard: failures cluster (Schroeder &amp; Gibson, DSN 2006, "
+            "doi:10.1109/DSN.2006.5).</p>"
             + _html.table_html(fits)
             + _html.chart_div(
                 charts.tbf_histogram_chart(
@@ -169,71 +246,22 @@ def write_report(
     )
 
     progress("Kaplan-Meier of time to first failure per node")
-    km = fleet.first_failure_survival(events, assets, systems=top, window_end=end)
+    km = fleet.first_failure_survival(events, assets, systems=top)
     tables["km_first_failure"] = km
     sections.append(
         (
             "Time to first failure per node (Kaplan-Meier)",
-            _html.chart_div(
+            "<p>Nodes already in service when tracking began enter late (left "
+            "truncation); nodes that never failed are censored at decommission or "
+            "the end of the data.</p>"
+            + _html.chart_div(
                 charts.kaplan_meier_chart(km, color="system").to_dict(), "km-first"
             ),
         )
     )
 
     progress("checkpoint intervals for a job spanning each system")
-    plan = fleet.checkpoint_plan_by_system(
-        events,
-        assets,
-        cost_h=a.cost_h,
-        restart_h=a.restart_h,
-        min_failures=a.min_failures,
-    )
-    tables["checkpoint_plan"] = plan
-    biggest = (
-        by_system.filter(pl.col("n_failures") >= a.min_failures)
-        .join(
-            exposure.build_exposure(assets, by=["system"], window_end=end).select(
-                "system", pl.col("n_units").alias("nodes")
-            ),
-            on="system",
-        )
-        .sort("nodes", descending=True)
-        .row(0, named=True)
-    )
-    rate = biggest["failures_per_1000_node_days"] / 1000.0
-    model = checkpoint.ettr_model(
-        n_nodes=biggest["nodes"],
-        failures_per_node_day=rate,
-        restart_h=a.restart_h,
-        interval_h=1.0,
-        cost_h=a.cost_h,
-    )
-    curve = checkpoint.ettr_curve(
-        n_nodes=biggest["nodes"],
-        failures_per_node_day=rate,
-        restart_h=a.restart_h,
-        cost_h=a.cost_h,
-    )
-    tables["ettr_curve"] = curve
-    sections.append(
-        (
-            "Checkpoint interval",
-            f"<p>Assumed checkpoint write {a.cost_h * 60:.0f} min and restart "
-            f"{a.restart_h * 60:.0f} min. A job spanning a whole system is interrupted "
-            "by any node's failure, so its MTBF is the system's.</p>"
-            + _html.table_html(plan)
-            + f"<p>System {biggest['system']} ({biggest['nodes']} nodes, "
-            f"{rate * 1000:.2f} failures per 1000 node-days): expected ETTR "
-            f"{model.ettr_at_optimal:.3f} at the optimal interval "
-            f"{model.optimal_interval_h * 60:.1f} min (Kokolis et al. 2025 model).</p>"
-            + _html.chart_div(
-                charts.ettr_chart(
-                    curve, optimum_interval_h=model.optimal_interval_h
-                ).to_dict(),
-                "ettr",
-            ),
-        )
-    )
+    sections.append(_checkpoint_section(events, assets, a, tables))
 
     for name, frame in tables.items():
         frame.write_csv(tables_dir / f"{name}.csv")

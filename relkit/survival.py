@@ -115,29 +115,39 @@ def _fitter(model: str, alpha: float) -> "ParametricUnivariateFitter":
 
 
 def _params(model: str, f: "ParametricUnivariateFitter") -> dict[str, float]:
-    """Map lifelines' fitted parameters onto relkit's scale/shape columns."""
-    summary = f.summary  # columns "coef", "coef lower 95%", "coef upper 95%", ...
-    lo = summary[next(c for c in summary.columns if c.startswith("coef lower"))]
-    hi = summary[next(c for c in summary.columns if c.startswith("coef upper"))]
+    r"""Map lifelines' fitted parameters onto relkit's scale/shape columns.
+
+    Confidence intervals of positive parameters are Wald intervals on the log
+    scale, :math:`\theta \exp(\pm z\,\mathrm{se}/\theta)` (delta method), so a
+    shape or scale bound is never negative; the log-normal :math:`\mu` is
+    already on the log scale, and its median is :math:`e^{\mu}`.
+    """
+    from scipy.stats import norm
+
+    z = float(norm.ppf(1.0 - f.alpha / 2.0))
+    se = f.summary["se(coef)"]
     name = {
         "exponential": ("lambda_", None),
         "weibull": ("lambda_", "rho_"),
         "lognormal": ("mu_", "sigma_"),
         "loglogistic": ("alpha_", "beta_"),
     }[model]
+
+    def interval(param: str) -> tuple[float, float, float]:
+        value, err = float(f.params_[param]), float(se[param])
+        if param == "mu_":
+            return math.exp(value), math.exp(value - z * err), math.exp(value + z * err)
+        spread = math.exp(z * err / value) if value > 0 else math.inf
+        return value, value / spread, value * spread
+
     scale, shape = name
-    tr = math.exp if model == "lognormal" else float
-    out = {
-        "scale_h": tr(float(f.params_[scale])),
-        "scale_lower_h": tr(float(lo[scale])),
-        "scale_upper_h": tr(float(hi[scale])),
-    }
+    out = dict(
+        zip(("scale_h", "scale_lower_h", "scale_upper_h"), interval(scale), strict=True)
+    )
     if shape is not None:
-        out |= {
-            "shape": float(f.params_[shape]),
-            "shape_lower": float(lo[shape]),
-            "shape_upper": float(hi[shape]),
-        }
+        out |= dict(
+            zip(("shape", "shape_lower", "shape_upper"), interval(shape), strict=True)
+        )
     return out
 
 

@@ -516,3 +516,10 @@ def test_prop_ettr_in_unit_interval(
         assert 0.0 <= m.ettr_at_optimal <= 1.0
         assert m.ettr <= m.ettr_at_optimal + 1e-12
         assert m.optimal_interval_h >= 0.0
+
+
+def test_extreme_scales_do_not_underflow() -> None:
+    """δ/M = 1e-600 underflows to 0; the optimum is still Young's √(2δM) = √2 h."""
+    out = checkpoint_intervals(1e-300, 1e300)
+    assert out.exact_h == pytest.approx(2**0.5)
+    assert 0.0 <= out.efficiency_at_exact <= 1.0

@@ -1,6 +1,7 @@
 """Tests of relkit.survival: reference oracles, cases C14/C15, recovery, properties."""
 
 import importlib
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import polars as pl
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from lifelines import WeibullFitter
 
 from relkit import survival
 from relkit.errors import (
@@ -90,9 +92,20 @@ def test_ref_s1_weibull(truncated, scale_h, shape, loglik):
     assert summary["weibull_shape"] == pytest.approx(shape, abs=5e-6)
     assert summary["weibull_scale_h"] == pytest.approx(scale_h, abs=0.01)
     assert summary["weibull_shape_lower"] < shape < summary["weibull_shape_upper"]
-    # Wald interval on rho_, symmetric around the estimate
-    mid = (summary["weibull_shape_lower"] + summary["weibull_shape_upper"]) / 2
-    assert mid == pytest.approx(summary["weibull_shape"], abs=1e-9)
+    # Wald interval on log(rho_): the estimate is the geometric midpoint, and the
+    # half-width is z * se / rho with lifelines' standard error (delta method).
+    low, high = summary["weibull_shape_lower"], summary["weibull_shape_upper"]
+    assert (low * high) ** 0.5 == pytest.approx(summary["weibull_shape"], rel=1e-9)
+    f = WeibullFitter().fit(
+        table["stop_h"].to_numpy(),
+        table["observed"].to_numpy(),
+        entry=table["entry_h"].to_numpy(),
+    )
+    se = float(f.summary.loc["rho_", "se(coef)"])
+    z = 1.959963984540054
+    assert math.log(high / summary["weibull_shape"]) == pytest.approx(
+        z * se / summary["weibull_shape"], rel=1e-4
+    )
     assert summary["status"] == "ok"
     assert summary["best_model"] in survival.MODELS
 
