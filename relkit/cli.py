@@ -126,11 +126,12 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             note = f"; {result.note}" if result.note else ""
             _progress(f"[{n}/{len(args.paths)}] {path}: {state} ({took:.1f} s){note}")
             results.append(result.to_dict())
-    if results:
-        _emit(results, args.format)
-    if failed:
-        msg = f"{failed} of {len(args.paths)} file(s) could not be ingested (see above)"
-        raise RelkitError(msg)
+        if results:
+            _emit(results, args.format)
+        if failed:
+            # raised inside the store's block, so a new store left empty is removed
+            msg = f"{failed} of {len(args.paths)} file(s) could not be ingested (above)"
+            raise RelkitError(msg)
     return 0
 
 

@@ -49,14 +49,10 @@ class ReportAssumptions:
     top_systems: int = 5
 
 
-def _top_systems(events: pl.DataFrame, n: int) -> list[str]:
-    counts = (
-        events.group_by("system")
-        .len()
-        .sort(["len", "system"], descending=[True, False])
-        .head(n)
-    )
-    return counts["system"].to_list()
+def _top_systems(by_system: pl.DataFrame, n: int) -> list[str]:
+    """Return the ``n`` systems with most failures (ties by id), from an MTBF frame."""
+    ranked = by_system.sort(["n_failures", "system"], descending=[True, False])
+    return ranked.head(n)["system"].to_list()
 
 
 def _natural_sort(frame: pl.DataFrame, column: str) -> pl.DataFrame:
@@ -217,7 +213,7 @@ def write_report(
     )
 
     progress("fitting lifetime models to the time between failures")
-    top = _top_systems(events, a.top_systems)
+    top = _top_systems(by_system, a.top_systems)
     fits = _natural_sort(fleet.survival_by(events, assets, by=["system"]), "system")
     tables["survival_by_system"] = fits
     largest = fleet.time_between_failures(events, assets, by=["system"]).filter(

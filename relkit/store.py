@@ -6,7 +6,7 @@ The session time zone is UTC, so no result depends on the machine's zone.
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +56,27 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def _check_duckdb_file(path: Path) -> None:
+    """Refuse an existing file that is not a DuckDB database.
+
+    DuckDB would open a CSV as an in-memory database of views and lose every write.
+    """
+    if path.is_dir():
+        msg = (
+            f"{path} is a directory; --db takes a store file, e.g. --db relkit.duckdb."
+        )
+        raise RelkitError(msg)
+    with path.open("rb") as fh:
+        head = fh.read(12)
+    if head and head[8:12] != b"DUCK":
+        msg = (
+            f"{path} is not a DuckDB database (first bytes {head[:8]!r}); --db takes "
+            "a store file. Did you swap --db and an input path? Use e.g. "
+            "--db relkit.duckdb."
+        )
+        raise RelkitError(msg)
+
+
 class Store:
     """An open relkit store (a DuckDB database file or ``:memory:``).
 
@@ -70,7 +91,15 @@ class Store:
     Raises
     ------
     RelkitError
-        If the file is not a relkit store or has another schema version.
+        If the file is not a DuckDB database, is a DuckDB database of another
+        program (tables but no ``relkit_meta``; it is left unchanged), or is a
+        relkit store of another schema version.
+
+    Notes
+    -----
+    A store file this object created is removed again when its ``with`` block
+    ends in an error while every table is still empty (a failed first ingest
+    leaves no empty store behind).
 
     Examples
     --------
@@ -83,21 +112,30 @@ class Store:
         self, path: str | Path = "relkit.duckdb", *, read_only: bool = False
     ) -> None:
         self.path = str(path)
+        existed = self.path == ":memory:" or Path(self.path).exists()
+        self._created = not existed
         if read_only and self.path != ":memory:" and not Path(self.path).exists():
             msg = (
                 f"{self.path}: no such store. "
                 f"Create it with `relkit ingest --db {self.path} ...`."
             )
             raise RelkitError(msg)
+        if existed and self.path != ":memory:":
+            _check_duckdb_file(Path(self.path))
         try:
             self._con = duckdb.connect(self.path, read_only=read_only)
         except duckdb.Error as exc:
             msg = f"{self.path}: cannot open as a DuckDB store ({exc})."
             raise RelkitError(msg) from exc
         self._con.execute("SET TimeZone = 'UTC'")
-        if not read_only:
-            self._create_schema()
-        self._check_version()
+        try:
+            self._check_foreign()
+            if not read_only:
+                self._create_schema()
+            self._check_version()
+        except BaseException:
+            self._con.close()
+            raise
 
     # -- life cycle -------------------------------------------------------------
     def close(self) -> None:
@@ -113,7 +151,20 @@ class Store:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        empty = exc_type is not None and self._created and self._is_empty()
         self.close()
+        if empty:  # a failed first ingest: leave no empty store file behind
+            for leftover in (Path(self.path), Path(f"{self.path}.wal")):
+                leftover.unlink(missing_ok=True)
+
+    def _is_empty(self) -> bool:
+        try:
+            return all(
+                self._con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0] == 0
+                for name in TABLE_COLUMNS
+            )
+        except duckdb.Error:  # pragma: no cover - a broken connection: keep the file
+            return False
 
     @property
     def connection(self) -> duckdb.DuckDBPyConnection:
@@ -132,6 +183,28 @@ class Store:
         self._con.execute("COMMIT")
 
     # -- schema -----------------------------------------------------------------
+    def _check_foreign(self) -> None:
+        """Refuse a DuckDB file of another program before writing anything to it."""
+        tables = [
+            r[0]
+            for r in self._con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE NOT internal "
+                "AND database_name = current_database() UNION "
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal "
+                "AND database_name = current_database() ORDER BY 1"
+            ).fetchall()
+        ]
+        if tables and "relkit_meta" not in tables:
+            shown = ", ".join(tables[:5]) + (
+                f", ... ({len(tables)} in all)" if len(tables) > 5 else ""
+            )
+            msg = (
+                f"{self.path} is a DuckDB database but not a relkit store (tables: "
+                f"{shown}); it was left unchanged. Use another --db path, e.g. "
+                "--db relkit.duckdb."
+            )
+            raise RelkitError(msg)
+
     def _create_schema(self) -> None:
         con = self._con
         con.execute(
@@ -152,8 +225,11 @@ class Store:
             row = self._con.execute(
                 "SELECT value FROM relkit_meta WHERE key = 'schema_version'"
             ).fetchall()
-        except duckdb.CatalogException as exc:
-            msg = f"{self.path}: not a relkit store (no relkit_meta table)."
+        except duckdb.CatalogException as exc:  # an empty database opened read-only
+            msg = (
+                f"{self.path} is an empty DuckDB database, not a relkit store. Create "
+                f"a store with `relkit ingest --db {self.path} ...` first."
+            )
             raise RelkitError(msg) from exc
         found = row[0][0] if row else None
         if found != str(SCHEMA_VERSION):
@@ -234,6 +310,54 @@ class Store:
             ],
         )
         return int(next_id)
+
+    def drop_sources(self, source_ids: Sequence[int]) -> int:
+        """Delete earlier sources: their rows in every table and their ``sources`` rows.
+
+        Parameters
+        ----------
+        source_ids : sequence of int
+            ``source_id`` values to drop; unknown ids are ignored.
+
+        Returns
+        -------
+        int
+            Number of ``sources`` rows deleted.
+
+        Notes
+        -----
+        Rows go from every table with a ``source_id`` column (``events``,
+        ``assets``, ``rejects``, ``jobs``, ``checkpoints``) and the ``job_nodes``
+        of dropped jobs that no other source still holds. Not atomic by itself:
+        call it inside :meth:`transaction` together with the writes it belongs to.
+
+        Examples
+        --------
+        >>> with Store(":memory:") as store:
+        ...     store.drop_sources([1])
+        0
+        """
+        ids = [int(i) for i in source_ids]
+        if not ids:
+            return 0
+        con = self._con
+        con.execute(
+            "DELETE FROM job_nodes n WHERE EXISTS (SELECT 1 FROM jobs j "
+            "WHERE list_contains(?, j.source_id) AND j.job_id = n.job_id "
+            "AND j.attempt IS NOT DISTINCT FROM n.attempt) AND NOT EXISTS "
+            "(SELECT 1 FROM jobs k WHERE NOT list_contains(?, k.source_id) "
+            "AND k.job_id = n.job_id AND k.attempt IS NOT DISTINCT FROM n.attempt)",
+            [ids, ids],
+        )
+        for name, cols in TABLE_COLUMNS.items():
+            if name != "sources" and "source_id" in cols:
+                con.execute(
+                    f"DELETE FROM {name} WHERE list_contains(?, source_id)", [ids]
+                )
+        (n,) = con.execute(
+            "DELETE FROM sources WHERE list_contains(?, source_id)", [ids]
+        ).fetchall()[0]
+        return int(n)
 
     def next_source_id(self) -> int:
         """Return the ``source_id`` the next :meth:`add_source` will assign."""

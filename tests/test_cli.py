@@ -290,3 +290,82 @@ def test_report_command_writes_page_and_tables(
         "survival_by_system.csv",
         "checkpoint_plan.csv",
     }
+
+
+def test_replace_rereads_a_grown_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log that grew is refused, then re-read whole with --replace: no duplicates."""
+    csv = tmp_path / "events.csv"
+    csv.write_text("ts,host,failure_mode\n2025-01-01T10:00:00Z,gpu001,hardware/gpu\n")
+    db = str(tmp_path / "s.duckdb")
+    assert run(capsys, "ingest", "--db", db, "--kind", "events", str(csv))[0] == 0
+    with csv.open("a") as fh:
+        fh.write("2025-01-02T10:00:00Z,gpu002,network/nic\n")
+    code, _, err = run(capsys, "ingest", "--db", db, "--kind", "events", str(csv))
+    assert code == 1
+    assert "--replace" in err
+    code, out, _ = run(
+        capsys,
+        "ingest",
+        "--db",
+        db,
+        "--kind",
+        "events",
+        "--replace",
+        str(csv),
+        "--format",
+        "json",
+    )
+    assert code == 0
+    assert json.loads(out)[0]["n_loaded"] == 2
+    from relkit.store import Store
+
+    with Store(db, read_only=True) as store:
+        assert store.table("events").height == 2
+
+
+def test_one_bad_file_does_not_stop_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.csv"
+    good.write_text("ts,host,failure_mode\n2025-01-01T10:00:00Z,gpu001,hardware/gpu\n")
+    other = tmp_path / "other.csv"
+    other.write_text("ts,host,failure_mode\n2025-01-03T10:00:00Z,gpu003,hardware/gpu\n")
+    code, out, err = run(
+        capsys,
+        "ingest",
+        "--db",
+        str(tmp_path / "s.duckdb"),
+        "--kind",
+        "events",
+        str(good),
+        str(tmp_path / "missing.csv"),
+        str(other),
+        "--format",
+        "json",
+    )
+    assert code == 1
+    assert [r["n_loaded"] for r in json.loads(out)] == [1, 1]
+    assert "missing.csv" in err
+    assert "1 of 3 file(s)" in err
+
+
+def test_gpus_per_node_zero_is_a_message(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(
+        capsys,
+        "ettr",
+        "--gpus",
+        "16384",
+        "--gpus-per-node",
+        "0",
+        "--failure-rate",
+        "0.0065",
+        "--restart-h",
+        "0.1",
+        "--interval-h",
+        "1",
+    )
+    assert code == 1
+    assert "--gpus-per-node" in err
+    assert "Traceback" not in err

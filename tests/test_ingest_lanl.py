@@ -324,3 +324,50 @@ def test_independent_of_machine_time_zone() -> None:
         outs.append(json.loads(done.stdout))
     assert outs[0] == outs[1]
     assert "2005-06-21 16:54:00+00:00" in outs[0]
+
+
+def test_garbage_repair_data_rejected_or_flagged() -> None:
+    """Hand-made rows in tests/data/lanl_garbage.csv (template: line 2 of the real
+    file, 10:54 -> 11:00 = 6 min). Expected values follow from the row text:
+    10/31/2004 1:50 -> 1:10 with Down Time 20 is 1:50 MDT (07:50Z) -> 1:10 MST
+    (08:10Z) in the America/Denver fall-back hour, so it is kept."""
+    garbage = SNIPPET.with_name("lanl_garbage.csv")
+    with Store(":memory:") as store:
+        result = read_lanl(store, garbage)
+        assert (result.n_lines, result.n_loaded, result.n_rejected) == (11, 6, 5)
+        reasons = dict(store.table("rejects").select("line_no", "reason").rows())
+        assert reasons == {
+            2: "Down Time is not a finite number: 'nan'",
+            3: "Down Time is not a finite number: 'inf'",
+            4: "Down Time is not a finite number: '-inf'",
+            5: "Down Time is not a number: '5 min'",
+            6: "Prob Fixed '6/21/2005 10:54' is before Prob Started '6/21/2005 11:00':"
+            " the outage ends 6 min before it starts",
+        }
+        ev = store.table("events").sort("line_no")
+        flags = dict(ev.select("line_no", "flags").rows())
+        # 1e9, 1e20 and 68 min against a 6 min outage: > 61 min off; 67 is 61 off.
+        assert flags == {
+            7: "downtime_mismatch",
+            8: "downtime_mismatch",
+            9: "downtime_mismatch",
+            10: None,
+            11: "dst_ambiguous,dst_affected",
+            12: None,
+        }
+        row = ev.filter(line_no=11).row(0, named=True)
+        assert (row["ts"], row["repaired_ts"]) == (
+            utc(2004, 10, 31, 7, 50),
+            utc(2004, 10, 31, 8, 10),
+        )
+
+
+def test_ref_real_file_has_no_downtime_mismatch(events: pl.DataFrame) -> None:
+    """Checked on the real file (sha256 516c88f0...d175): no record's Down Time is
+    off the UTC Fixed - Started by more than 1 min (399 are off by 1 min, the 24
+    DST records by 0 in UTC), and no record ends before it starts."""
+    assert events.filter(pl.col("flags").str.contains("downtime_mismatch")).height == 0
+    real_min = (events["repaired_ts"] - events["ts"]).dt.total_seconds() / 60
+    off = (real_min - events["repair_s"] / 60).abs()
+    assert (off.max(), (off == 1).sum()) == (1.0, 399)
+    assert (events["repaired_ts"] < events["ts"]).sum() == 0

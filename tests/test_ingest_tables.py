@@ -259,3 +259,266 @@ def test_write_is_atomic(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     assert store.table("rejects").height == 0
     monkeypatch.undo()
     assert read_file(store, DATA / "events_malformed.csv", kind="events").n_loaded == 2
+
+
+# -- assets with documented columns only -----------------------------------------------
+_ASSETS_ALL = (
+    "host,in_service_ts,out_of_service_ts,gpus,device,system,observed_from_ts\n"
+    "n1,2024-01-01T00:00:00Z,,8,,c1,\n"
+    "n2,2024-01-01T00:00:00Z,2024-06-01T00:00:00Z,,,c1,2024-02-01T00:00:00Z\n"
+    "n3,2024-01-01T00:00:00Z,,4,GPU0,c1,\n"
+    "n4,2024-01-01T00:00:00Z,,8,,c2,\n"
+)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize(
+    "columns",
+    [
+        ["host", "in_service_ts"],
+        ["host", "in_service_ts", "out_of_service_ts", "gpus", "system"],
+        list(_ASSETS_ALL.splitlines()[0].split(",")),
+    ],
+)
+def test_assets_without_extra_columns(
+    store: Store, tmp_path: Path, fmt: str, columns: list[str]
+) -> None:
+    """Regression: a header of documented columns only crashed with a polars
+    ShapeError ('attrs' of length 0). Every row loads, attrs is the empty object."""
+    frame = pl.read_csv(
+        _ASSETS_ALL.encode(), infer_schema=False, columns=columns
+    ).select(columns)
+    path = tmp_path / f"assets.{fmt}"
+    if fmt == "csv":
+        frame.write_csv(path)
+    else:
+        frame.write_parquet(path)
+    result = read_file(store, path, kind="assets")
+    assert (result.n_lines, result.n_loaded, result.n_rejected) == (4, 4, 0)
+    a = store.table("assets").sort("line_no")
+    assert a["host"].to_list() == ["n1", "n2", "n3", "n4"]
+    assert a["attrs"].to_list() == ["{}"] * 4
+    assert a["in_service_ts"].to_list() == [utc(2024, 1, 1)] * 4
+
+
+# -- changed files and --replace -------------------------------------------------------
+_EV = "ts,host,failure_mode\n" + "".join(
+    f"2024-03-0{d} 10:00,n{d},gpu/xid_79\n" for d in range(1, 4)
+)
+
+
+def test_grown_file_is_refused(store: Store, tmp_path: Path) -> None:
+    """Regression: a log that grew by one line was loaded again as a second source,
+    duplicating its first three rows."""
+    path = tmp_path / "ev.csv"
+    path.write_text(_EV)
+    read_file(store, path, kind="events", tz="UTC")
+    path.write_text(_EV + "2024-03-04 10:00,n4,gpu/xid_79\n")
+    with pytest.raises(IngestError, match="has changed since") as err:
+        read_file(store, path, kind="events", tz="UTC")
+    msg = str(err.value)
+    assert "ingested before as source 1 (3 lines, sha256 " in msg
+    assert "--replace" in msg
+    assert "replace=True" in msg
+    assert store.table("events").height == 3
+    assert store.table("sources").height == 1
+
+
+def test_grown_file_with_replace_loads_once(store: Store, tmp_path: Path) -> None:
+    """With replace=True the earlier source's rows and rejects are dropped in the
+    same transaction: 4 + 1 lines give 4 events and 1 reject, not 3 + 4."""
+    path = tmp_path / "ev.csv"
+    path.write_text(_EV + "bad,n9,gpu/xid_79\n")
+    read_file(store, path, kind="events", tz="UTC")
+    path.write_text(_EV + "bad,n9,gpu/xid_79\n2024-03-04 10:00,n4,gpu/xid_79\n")
+    result = read_file(store, path, kind="events", tz="UTC", replace=True)
+    assert (result.source_id, result.n_loaded, result.n_rejected) == (2, 4, 1)
+    assert result.replaced == (1,)
+    assert result.note == "replaced source 1 (rows dropped)"
+    assert result.to_dict()["replaced"] == [1]
+    ev = store.table("events")
+    assert ev["host"].to_list() == ["n1", "n2", "n3", "n4"]
+    assert ev["source_id"].unique().to_list() == [2]
+    assert store.table("rejects")["source_id"].to_list() == [2]
+    assert store.table("sources")["source_id"].to_list() == [2]
+    # The same bytes again: skipped, and no note (same path, same tz).
+    again = read_file(store, path, kind="events", tz="UTC")
+    assert (again.skipped, again.note) == (True, None)
+
+
+def test_same_file_other_tz_is_skipped_with_note(store: Store, tmp_path: Path) -> None:
+    """Identical bytes are not re-read, but the caller is told that the earlier read
+    used another zone and how to re-read it."""
+    path = tmp_path / "ev.csv"
+    path.write_text(_EV)
+    read_file(store, path, kind="events", tz="UTC")
+    again = read_file(store, path, kind="events", tz="Europe/Berlin")
+    assert again.skipped
+    assert again.source_id is None
+    assert again.note == (
+        "already ingested as source 1 with tz='UTC'; pass replace=True (--replace) "
+        "to re-read with tz='Europe/Berlin'"
+    )
+    assert again.to_dict()["note"] == again.note
+    assert store.table("events").height == 3
+
+
+def test_replace_with_new_tz_changes_ts(store: Store, tmp_path: Path) -> None:
+    """IANA tzdb: 2024-03-01 10:00 in Europe/Berlin is CET (UTC+1) = 09:00Z."""
+    path = tmp_path / "ev.csv"
+    path.write_text(_EV)
+    read_file(store, path, kind="events", tz="UTC")
+    result = read_file(store, path, kind="events", tz="Europe/Berlin", replace=True)
+    assert (result.skipped, result.replaced, result.n_loaded) == (False, (1,), 3)
+    ev = store.table("events")
+    assert ev["ts"].to_list() == [utc(2024, 3, d, 9) for d in range(1, 4)]
+    src = store.table("sources").row(0, named=True)
+    assert json.loads(src["options"])["tz"] == "Europe/Berlin"
+
+
+def test_replace_drops_assets_of_same_path(store: Store, tmp_path: Path) -> None:
+    """Assets follow the same rule: the re-read file's rows replace the old ones."""
+    path = tmp_path / "assets.csv"
+    path.write_text("host,in_service_ts\nn1,2024-01-01T00:00:00Z\n")
+    read_files(store, [path], kind="assets")
+    path.write_text("host,in_service_ts\nn1,2024-02-01T00:00:00Z\n")
+    with pytest.raises(IngestError, match="source 1"):
+        read_files(store, [path], kind="assets")
+    (result,) = read_files(store, [path], kind="assets", replace=True)
+    assert result.replaced == (1,)
+    assert store.table("assets")["in_service_ts"].to_list() == [utc(2024, 2, 1)]
+
+
+# -- value checks ----------------------------------------------------------------------
+def test_failure_mode_normalised_and_checked(store: Store, tmp_path: Path) -> None:
+    """Regression: 'nocategory', 'a/b/c' and 'Hardware/GPU' were stored as given."""
+    path = tmp_path / "ev.csv"
+    path.write_text(
+        "ts,host,failure_mode\n"
+        "2024-03-01T10:00:00Z,n1,Hardware/GPU\n"
+        "2024-03-01T10:00:00Z,n2, Hardware / GPU HBM \n"
+        "2024-03-01T10:00:00Z,n3,network/ib-link down\n"
+        "2024-03-01T10:00:00Z,n4,nocategory\n"
+        "2024-03-01T10:00:00Z,n5,a/b/c\n"
+        "2024-03-01T10:00:00Z,n6,/gpu\n"
+        "2024-03-01T10:00:00Z,n7,gpu/\n"
+    )
+    result = read_events(store, path)
+    assert (result.n_loaded, result.n_rejected) == (3, 4)
+    assert store.table("events").sort("line_no")["failure_mode"].to_list() == [
+        "hardware/gpu",
+        "hardware/gpu_hbm",
+        "network/ib_link_down",
+    ]
+    reasons = dict(store.table("rejects").select("line_no", "reason").rows())
+    want = "failure_mode must be 'category/component', e.g. hardware/gpu_hbm; found"
+    assert reasons == {
+        5: f"{want} 'nocategory'",
+        6: f"{want} 'a/b/c'",
+        7: f"{want} '/gpu'",
+        8: f"{want} 'gpu/'",
+    }
+
+
+def test_gpus_integral_float_accepted(store: Store, tmp_path: Path) -> None:
+    """Regression: a Parquet float column (8.0) was rejected as 'not a whole number'."""
+    path = tmp_path / "assets.parquet"
+    pl.DataFrame(
+        {
+            "host": ["n1", "n2", "n3", "n4"],
+            "in_service_ts": [utc(2024, 1, 1)] * 4,
+            "gpus": [8.0, 8.5, None, 4e10],
+        }
+    ).write_parquet(path)
+    result = read_file(store, path, kind="assets")
+    assert (result.n_loaded, result.n_rejected) == (2, 2)
+    assert store.table("assets").select("host", "gpus").rows() == [
+        ("n1", 8),
+        ("n3", 8),
+    ]
+    reasons = dict(store.table("rejects").select("line_no", "reason").rows())
+    assert reasons == {
+        2: "gpus is not a whole number: '8.5'",
+        4: "gpus out of range: '40000000000.0' (expected 0 to 2147483647)",
+    }
+
+
+def test_overlapping_asset_windows_rejected(store: Store, tmp_path: Path) -> None:
+    """Regression: two rows for the same (host, device) with overlapping windows
+    were both loaded, counting that unit's exposure twice. Windows are half-open,
+    so n1's [Jan, Jun) and [Jun, open) touch without overlapping."""
+    path = tmp_path / "assets.csv"
+    path.write_text(
+        "host,device,in_service_ts,out_of_service_ts\n"
+        "n1,,2024-01-01T00:00:00Z,2024-06-01T00:00:00Z\n"
+        "n1,,2024-06-01T00:00:00Z,\n"
+        "n1,,2024-03-01T00:00:00Z,2024-04-01T00:00:00Z\n"
+        "n1,GPU0,2024-03-01T00:00:00Z,\n"
+        "n1,GPU0,2025-01-01T00:00:00Z,\n"
+        "n2,,2024-03-01T00:00:00Z,\n"
+    )
+    result = read_assets(store, path)
+    assert (result.n_lines, result.n_loaded, result.n_rejected) == (6, 4, 2)
+    assert store.table("assets").sort("line_no")["line_no"].to_list() == [2, 3, 5, 7]
+    reasons = dict(store.table("rejects").select("line_no", "reason").rows())
+    assert reasons[4].startswith(
+        "service window [2024-03-01T00:00:00Z, 2024-04-01T00:00:00Z) overlaps line 2 "
+        "([2024-01-01T00:00:00Z, 2024-06-01T00:00:00Z)) of the same host 'n1';"
+    )
+    assert reasons[6].startswith(
+        "service window [2025-01-01T00:00:00Z, open) overlaps line 5 "
+        "([2024-03-01T00:00:00Z, open)) of the same host 'n1', device 'GPU0';"
+    )
+    assert "out_of_service_ts" in reasons[6]
+
+
+# -- messages --------------------------------------------------------------------------
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_is_named(store: Store, tmp_path: Path, encoding: str) -> None:
+    """Regression: UTF-16 (with a BOM FF FE / FE FF, or ASCII text without one) was
+    reported as 'binary file (NUL bytes)'."""
+    path = tmp_path / "ev.csv"
+    path.write_bytes(_EV.encode(encoding))
+    with pytest.raises(IngestError, match="UTF-16 encoded") as err:
+        read_file(store, path, kind="events")
+    assert "iconv -f UTF-16 -t UTF-8 IN > OUT" in str(err.value)
+
+
+def test_latin1_names_line_and_byte_in_line(store: Store, tmp_path: Path) -> None:
+    """'é' in Latin-1 is the single byte 0xE9; it follows the 22 bytes
+    '2024-03-01T10:00:00Z,n' of line 3, so it is byte 23 of the line (the UTF-8
+    BOM of line 1 does not shift it)."""
+    path = tmp_path / "ev.csv"
+    path.write_bytes(
+        b"\xef\xbb\xbfts,host,failure_mode,detail\n"
+        b"2024-03-01T10:00:00Z,n1,gpu/xid_79,ok\n"
+        b"2024-03-01T10:00:00Z,n\xe9,gpu/xid_79,bad\n"
+    )
+    with pytest.raises(IngestError) as err:
+        read_file(store, path, kind="events")
+    assert err.value.line_no == 3
+    assert "byte 0xE9 at byte 23 of the line" in str(err.value)
+    assert "iconv -f LATIN1 -t UTF-8" in str(err.value)
+
+
+def test_truncated_parquet_is_named(store: Store, tmp_path: Path) -> None:
+    """A cut-off Parquet file keeps its leading PAR1 magic but not its footer."""
+    whole = tmp_path / "whole.parquet"
+    pl.DataFrame(
+        {"ts": ["2024-01-01T00:00:00Z"] * 50, "host": ["n1"] * 50}
+    ).write_parquet(whole)
+    path = tmp_path / "ev.parquet"
+    path.write_bytes(whole.read_bytes()[:40])
+    with pytest.raises(IngestError, match="not a readable Parquet file") as err:
+        read_file(store, path, kind="events")
+    msg = str(err.value)
+    assert "LINE 1" not in msg
+    assert "read_parquet" not in msg
+    assert "\n" not in msg
+
+
+def test_zoneless_message_names_cli_and_library(store: Store) -> None:
+    with pytest.raises(IngestError) as err:
+        read_events(store, DATA / "events_zoneless.csv")
+    assert "pass --tz ZONE (library: tz='ZONE'), e.g. --tz UTC" in str(err.value)
+    assert "read_file(" not in str(err.value)

@@ -4,7 +4,8 @@
 dispatches to :func:`read_events`, :func:`read_assets` (normalised CSV/Parquet
 tables) and :func:`read_lanl` (the public LANL failure records). Every input
 record ends up as a row or in ``rejects`` with a reason; a file whose bytes were
-already ingested as the same kind is skipped.
+already ingested as the same kind is skipped, and a file that changed since it
+was read from the same path is refused unless ``replace=True`` (``--replace``).
 """
 
 from collections.abc import Callable, Iterable
@@ -34,7 +35,12 @@ Kind = Literal["events", "assets", "lanl"]
 
 
 def read_file(
-    store: Store, path: str | Path, *, kind: Kind, tz: str | None = None
+    store: Store,
+    path: str | Path,
+    *,
+    kind: Kind,
+    tz: str | None = None,
+    replace: bool = False,
 ) -> IngestResult:
     r"""Ingest one file of a given kind into the store, atomically.
 
@@ -51,28 +57,38 @@ def read_file(
         IANA zone of zone-less timestamps in ``events``/``assets`` files (e.g.
         ``"UTC"``). The LANL times are always America/Denver; another ``tz`` is
         an error for ``kind="lanl"``.
+    replace : bool, default False
+        Re-read the file although it was ingested before (``--replace``): the
+        rows of every earlier source of ``kind`` with the same resolved path or
+        the same SHA-256 are dropped from all tables, with their ``sources``
+        rows, in the transaction that writes the new rows.
 
     Returns
     -------
     IngestResult
-        ``path, kind, source_id, n_lines, n_loaded, n_rejected, skipped``;
-        ``n_lines == n_loaded + n_rejected``. ``skipped=True`` (and
+        ``path, kind, source_id, n_lines, n_loaded, n_rejected, skipped, note,
+        replaced``; ``n_lines == n_loaded + n_rejected``. ``skipped=True`` (and
         ``source_id=None``) when a file with the same SHA-256 was already
-        ingested as ``kind``: nothing is written.
+        ingested as ``kind`` and ``replace`` is False: nothing is written, and
+        ``note`` says so when the earlier read used other options (``tz``).
+        ``replaced`` lists the dropped sources.
 
     Raises
     ------
     IngestError
         If ``kind`` is unknown; the file is missing, a directory or unreadable;
         its bytes or header do not fit ``kind`` (the message names the expected
-        header and suggests the right ``--kind``); or zone-less timestamps come
-        without ``tz``.
+        header and suggests the right ``--kind``); zone-less timestamps come
+        without ``tz``; or, without ``replace``, a file read from the same path
+        before has changed since (re-ingesting it would count its old rows
+        twice; the message names the earlier source).
 
     Notes
     -----
     The file's SHA-256 is computed first. One file's rows, rejects and its
-    ``sources`` row are written inside one :meth:`Store.transaction`, so an
-    error leaves the store as it was.
+    ``sources`` row (with the resolved path in its options) are written, and
+    with ``replace`` the earlier sources dropped, inside one
+    :meth:`Store.transaction`, so an error leaves the store as it was.
 
     Examples
     --------
@@ -85,15 +101,19 @@ def read_file(
     1
     >>> read_file(store, f, kind="events", tz="Europe/Berlin").skipped
     True
+    >>> print(read_file(store, f, kind="events", tz="UTC").note)  # doctest: +ELLIPSIS
+    already ingested as source 1 with tz='Europe/Berlin'; pass replace=True ...
+    >>> read_file(store, f, kind="events", tz="UTC", replace=True).replaced
+    (1,)
     >>> read_file(store, f, kind="assets")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     relkit.errors.IngestError: ...:1: missing required column(s) ['in_service_ts']...
     """
     if kind == "events":
-        return read_events(store, path, tz=tz)
+        return read_events(store, path, tz=tz, replace=replace)
     if kind == "assets":
-        return read_assets(store, path, tz=tz)
+        return read_assets(store, path, tz=tz, replace=replace)
     if kind == "lanl":
         if tz is not None and tz != "America/Denver":
             msg = (
@@ -101,7 +121,7 @@ def read_file(
                 "Drop --tz for --kind lanl."
             )
             raise IngestError(path, msg)
-        return read_lanl(store, path)
+        return read_lanl(store, path, replace=replace)
     msg = f"unknown kind {kind!r}; expected one of {list(KINDS)} (--kind KIND)."
     raise IngestError(path, msg)
 
@@ -112,6 +132,7 @@ def read_files(
     *,
     kind: Kind,
     tz: str | None = None,
+    replace: bool = False,
     progress: Callable[[IngestResult], None] | None = None,
 ) -> list[IngestResult]:
     """Ingest several files of one kind, each in its own transaction.
@@ -126,6 +147,9 @@ def read_files(
         What the files hold (see :func:`read_file`).
     tz : str, optional
         IANA zone of zone-less timestamps.
+    replace : bool, default False
+        Re-read files ingested before, dropping their earlier rows first (see
+        :func:`read_file`).
     progress : callable, optional
         Called with each file's :class:`IngestResult` once it is written (the
         command line uses it to report progress on stderr).
@@ -149,7 +173,7 @@ def read_files(
     """
     results = []
     for path in paths:
-        result = read_file(store, path, kind=kind, tz=tz)
+        result = read_file(store, path, kind=kind, tz=tz, replace=replace)
         if progress is not None:
             progress(result)
         results.append(result)

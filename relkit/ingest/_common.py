@@ -61,6 +61,15 @@ class IngestResult:
         Records written to ``rejects`` with a reason.
     skipped : bool
         True if the same bytes were already ingested as this kind (nothing written).
+    note : str or None, default None
+        What the caller should know besides the counts: why a skipped file was
+        not re-read although its options differ (``"already ingested as source 3
+        with tz='UTC'; pass replace=True (--replace) to re-read with
+        tz='Europe/Berlin'"``), or which earlier sources a ``replace=True`` read
+        dropped.
+    replaced : tuple of int, default ()
+        ``source_id`` of the earlier sources whose rows were dropped before this
+        read (``replace=True`` only).
     """
 
     path: str
@@ -70,6 +79,8 @@ class IngestResult:
     n_loaded: int
     n_rejected: int
     skipped: bool
+    note: str | None = None
+    replaced: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as a plain dict (for JSON output).
@@ -77,9 +88,11 @@ class IngestResult:
         Returns
         -------
         dict
-            Field name to value.
+            Field name to value (``replaced`` as a list).
         """
-        return asdict(self)
+        out = asdict(self)
+        out["replaced"] = list(self.replaced)
+        return out
 
 
 @dataclass(frozen=True)
@@ -133,11 +146,23 @@ def file_format(path: Path) -> str:
         return "zip"
     if head.startswith((b"\xfd7zXZ", b"BZh", b"\x28\xb5\x2f\xfd")):
         return "compressed"
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or _utf16_without_bom(head):
+        return "utf16"
     if b"\x00" in head:
         return "binary"
     if head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"["):
         return "json"
     return "text"
+
+
+def _utf16_without_bom(head: bytes) -> bool:
+    """Tell ASCII text in UTF-16: every other byte NUL, the others not."""
+    n = len(head) - len(head) % 2
+    even, odd = head[0:n:2], head[1:n:2]
+    return n >= 4 and (
+        (odd.count(0) == len(odd) and 0 not in even)
+        or (even.count(0) == len(even) and 0 not in odd)
+    )
 
 
 def header_hint(kind: str) -> str:
@@ -168,6 +193,10 @@ def reject_format(path: Path, fmt: str, kind: str) -> None:
         "gzip": "it is gzip-compressed; decompress it first (gunzip FILE)",
         "zip": "it is a zip archive; unpack it first (unzip FILE)",
         "compressed": "it is compressed (xz/bzip2/zstd); decompress it first",
+        "utf16": (
+            "it is UTF-16 encoded text; convert it to UTF-8 first, e.g. "
+            "iconv -f UTF-16 -t UTF-8 IN > OUT"
+        ),
         "binary": "it is a binary file (NUL bytes), not text",
         "json": "it looks like JSON; Kubernetes pod/job JSON is --kind k8s",
         "parquet": "it is Parquet; the LANL reader takes the original CSV",
@@ -194,10 +223,13 @@ def read_csv_strings(path: Path) -> StringTable:
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        data = exc.object  # the bytes after a UTF-8 BOM, which exc.start counts in
+        line = data[: exc.start].count(b"\n") + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         msg = (
-            f"not UTF-8 text (byte {exc.start}). Convert it first, e.g. "
-            "iconv -f latin1 -t utf-8 FILE > FILE.utf8.csv"
+            f"not UTF-8 text: byte 0x{data[exc.start]:02X} at byte {col} of the line "
+            "is not valid UTF-8 (Latin-1 or Windows-1252?). Convert the file first, "
+            "e.g. iconv -f LATIN1 -t UTF-8 IN > OUT"
         )
         raise IngestError(path, msg, line_no=line) from exc
     lines = list(io.StringIO(text, newline=""))
@@ -262,7 +294,11 @@ def read_parquet_strings(store: Store, path: Path) -> StringTable:
             params=[str(path)],
         ).pl()
     except duckdb.Error as exc:
-        msg = f"not a readable Parquet file ({exc})."
+        short = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc)
+        msg = (
+            f"not a readable Parquet file ({short}). It may be truncated or still "
+            "being written: copy it again, or export it anew."
+        )
         raise IngestError(path, msg) from exc
     frame = frame.with_columns(
         [
@@ -400,6 +436,59 @@ def rejects_frame(table: StringTable, records: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _earlier(
+    store: Store, kind: str, sha: str, resolved: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Return the sources of ``kind`` from the same path, and of the same bytes."""
+    same_path, same_bytes = [], []
+    for row in store.table("sources").filter(kind=kind).iter_rows(named=True):
+        options = json.loads(row["options"] or "{}")
+        where = options.get("resolved_path") or str(Path(row["path"]).resolve())
+        row = row | {"options": options, "resolved_path": where}
+        if row["sha256"] == sha:
+            same_bytes.append(row)
+        elif where == resolved:
+            same_path.append(row)
+    return same_path, same_bytes
+
+
+def _skip_note(
+    known: dict[str, Any], resolved: str, options: dict[str, Any]
+) -> str | None:
+    """Why a file with known bytes was skipped, when that is not obvious."""
+    old = known["options"]
+    if diff := [k for k, v in options.items() if old.get(k) != v]:
+        was = ", ".join(f"{k}={old.get(k)!r}" for k in diff)
+        now = ", ".join(f"{k}={options[k]!r}" for k in diff)
+        return (
+            f"already ingested as source {known['source_id']} with {was}; pass "
+            f"replace=True (--replace) to re-read with {now}"
+        )
+    if known["resolved_path"] != resolved:
+        return (
+            f"the same bytes were already ingested as source {known['source_id']} "
+            f"from {known['path']}"
+        )
+    return None
+
+
+def _changed_message(earlier: list[dict[str, Any]]) -> str:
+    ids = [str(r["source_id"]) for r in earlier]
+    what = ", ".join(
+        f"{r['source_id']} ({r['n_lines']} line{'' if r['n_lines'] == 1 else 's'}, "
+        f"sha256 {r['sha256'][:12]}…)"
+        for r in earlier
+    )
+    which = f"source {ids[0]}'s" if len(ids) == 1 else f"sources {', '.join(ids)}'"
+    return (
+        f"ingested before as source{'s' if len(ids) > 1 else ''} {what} from this "
+        f"path ({earlier[0]['resolved_path']}); "
+        f"the file has changed since. Re-read it with --replace (library: "
+        f"replace=True), which drops {which} rows first, or ingest the new "
+        "lines as a file of their own."
+    )
+
+
 def ingest(
     store: Store,
     path: str | Path,
@@ -407,12 +496,26 @@ def ingest(
     kind: str,
     options: dict[str, Any],
     parse: Callable[[Path], Parsed],
+    replace: bool = False,
 ) -> IngestResult:
-    """Check, hash, skip if known, parse and write one file atomically."""
+    """Check, hash, skip if known, refuse if changed, parse and write one file.
+
+    Without ``replace``, a file whose bytes were ingested as ``kind`` before is
+    skipped (with a note if ``options`` differ), and a file read from the same
+    path before but changed since is refused. With ``replace``, the earlier
+    sources of the same path or the same bytes lose their rows, in the same
+    transaction that writes the new ones.
+    """
     p = check_file(path)
     sha = file_sha256(p)
-    if store.find_source(sha, kind) is not None:
-        return IngestResult(str(path), kind, None, 0, 0, 0, skipped=True)
+    resolved = str(p.resolve())
+    same_path, same_bytes = _earlier(store, kind, sha, resolved)
+    if not replace and same_bytes:
+        note = _skip_note(same_bytes[0], resolved, options)
+        return IngestResult(str(path), kind, None, 0, 0, 0, skipped=True, note=note)
+    if not replace and same_path:
+        raise IngestError(path, _changed_message(same_path))
+    drop = tuple(sorted(r["source_id"] for r in same_path + same_bytes))
     parsed = parse(p)
     n_rejected = parsed.rejects.height
     if parsed.n_loaded + n_rejected != parsed.n_lines:  # pragma: no cover - a bug
@@ -432,7 +535,7 @@ def ingest(
             str(path),
             sha256=sha,
             kind=kind,
-            options={**options, **parsed.options},
+            options={**options, **parsed.options, "resolved_path": resolved},
             n_lines=parsed.n_lines,
             n_loaded=parsed.n_loaded,
             n_rejected=n_rejected,
@@ -440,6 +543,19 @@ def ingest(
         if got != source_id:  # pragma: no cover - concurrent writer
             msg = "the store changed during ingest; retry with one writer at a time."
             raise IngestError(path, msg)
+        store.drop_sources(drop)
+    note = None
+    if drop:
+        ids = ", ".join(map(str, drop))
+        note = f"replaced source{'s' if len(drop) > 1 else ''} {ids} (rows dropped)"
     return IngestResult(
-        str(path), kind, source_id, parsed.n_lines, parsed.n_loaded, n_rejected, False
+        str(path),
+        kind,
+        source_id,
+        parsed.n_lines,
+        parsed.n_loaded,
+        n_rejected,
+        skipped=False,
+        note=note,
+        replaced=drop,
     )

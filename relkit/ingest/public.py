@@ -30,10 +30,20 @@ from relkit.ingest._common import (
 )
 from relkit.store import Store
 
-__all__ = ["LANL_COLUMNS", "LANL_TZ", "parse_lanl_month", "read_lanl"]
+__all__ = [
+    "DOWNTIME_TOLERANCE_MIN",
+    "LANL_COLUMNS",
+    "LANL_TZ",
+    "parse_lanl_month",
+    "read_lanl",
+]
 
 #: Local time zone of the LANL timestamps (Los Alamos, New Mexico).
 LANL_TZ = "America/Denver"
+
+#: Minutes Down Time may differ from Prob Fixed - Prob Started before a record is
+#: flagged ``downtime_mismatch``: the 60 min of a DST change plus 1 min rounding.
+DOWNTIME_TOLERANCE_MIN = 61
 
 #: Header of the LANL CSV, in file order.
 LANL_COLUMNS = (
@@ -258,8 +268,23 @@ def _events(path: Path) -> tuple[pl.DataFrame, Any]:
                 "Down Time is not a number: '{}'", pl.col("Down Time").fill_null("")
             )
         ),
-        pl.when(pl.col("down_min") < 0).then(
+        pl.when(~pl.col("down_min").is_finite()).then(
+            pl.format("Down Time is not a finite number: '{}'", "Down Time")
+        ),
+        pl.when(pl.col("down_min").is_finite() & (pl.col("down_min") < 0)).then(
             pl.format("negative Down Time: '{}' minutes", "Down Time")
+        ),
+        pl.when(
+            (pl.col("fixed") < pl.col("started"))
+            & (pl.col("repaired_ts") < pl.col("ts"))
+        ).then(
+            pl.format(
+                "Prob Fixed '{}' is before Prob Started '{}': the outage ends {} min "
+                "before it starts",
+                "Prob Fixed",
+                "Prob Started",
+                (pl.col("started") - pl.col("fixed")).dt.total_minutes(),
+            )
         ),
         pl.when(pl.col("n_roots") > 1).then(
             pl.format("more than one root-cause column filled: {}", roots_text)
@@ -305,12 +330,15 @@ def _resolve_ambiguous() -> list[pl.Expr]:
 def _event_rows(good: pl.DataFrame) -> pl.DataFrame:
     local_diff_min = (pl.col("fixed") - pl.col("started")).dt.total_minutes()
     dst_affected = (local_diff_min - pl.col("down_min")).abs() == 60
+    real_min = (pl.col("repaired_ts") - pl.col("ts")).dt.total_seconds() / 60
+    mismatch = (real_min - pl.col("down_min")).abs() > DOWNTIME_TOLERANCE_MIN
     flags = (
         pl.concat_list(
             [
                 pl.col("ts_flag"),
                 pl.col("rep_flag"),
                 pl.when(dst_affected).then(pl.lit("dst_affected")),
+                pl.when(mismatch).then(pl.lit("downtime_mismatch")),
                 pl.when(pl.col("nodenum").is_null()).then(pl.lit("node_unknown")),
             ]
         )
@@ -535,7 +563,7 @@ def _parse(path: Path) -> Parsed:
     )
 
 
-def read_lanl(store: Store, path: str | Path) -> IngestResult:
+def read_lanl(store: Store, path: str | Path, *, replace: bool = False) -> IngestResult:
     """Read the LANL failure records 1996-2005 (LA-UR-05-7318) into the store.
 
     Parameters
@@ -545,6 +573,9 @@ def read_lanl(store: Store, path: str | Path) -> IngestResult:
     path : str or Path
         The LANL CSV, e.g. ``relkit.datasets.path("lanl")`` (23,739 records and
         a header of 26 columns, see ``datasets/lanl/PROVENANCE.md``).
+    replace : bool, default False
+        Re-read a file ingested before, dropping the earlier sources' rows first
+        (see :func:`relkit.ingest.read_file`).
 
     Returns
     -------
@@ -574,8 +605,16 @@ def read_lanl(store: Store, path: str | Path) -> IngestResult:
     ``unrecorded/unrecorded``; ``detail`` keeps the sub-cause text.
     ``host = f"s{System}-n{nodenum}"``, ``system = System``. System 17 has no node
     numbers: its host is ``s17-unknown`` (flag ``node_unknown``). Rejected: bad
-    System or nodenum, unparseable times, Down Time missing or negative, more
-    than one root-cause column.
+    System or nodenum, unparseable times, Down Time missing, not a finite number
+    (``nan``, ``inf``) or negative, Prob Fixed before Prob Started both as
+    wall-clock times and in UTC after the DST readings above (an outage across a
+    clock change may end "before" it starts in one of them), more than one
+    root-cause column. Flag
+    ``downtime_mismatch`` (kept, as the dataset is the reference) marks Down Time
+    differing from the UTC Fixed - Started by more than
+    :data:`DOWNTIME_TOLERANCE_MIN` = 61 min (a DST hour plus rounding); no record
+    of the real file has it (checked: the largest difference is 60 min, the
+    DST records; 399 differ by 1 min, none has Fixed before Started).
 
     Assets: one per node seen (``line_no`` of its first record), the most common
     value when records of a node disagree (listed in ``attrs["conflicts"]``).
@@ -604,4 +643,4 @@ def read_lanl(store: Store, path: str | Path) -> IngestResult:
     >>> read_lanl(store, relkit.datasets.path("lanl")).n_loaded
     23739
     """
-    return ingest(store, path, kind="lanl", options={}, parse=_parse)
+    return ingest(store, path, kind="lanl", options={}, parse=_parse, replace=replace)

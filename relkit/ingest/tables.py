@@ -6,7 +6,9 @@ naming the column and the value, and the other records still load.
 """
 
 import json
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -33,6 +35,7 @@ __all__ = ["read_assets", "read_events"]
 
 #: GPUs per node when an assets file leaves ``gpus`` empty.
 DEFAULT_GPUS = 8
+_INT32_MAX = 2**31 - 1  # assets.gpus is an INTEGER column
 
 
 def _read_strings(store: Store, path: Path, kind: str) -> StringTable:
@@ -95,8 +98,9 @@ def _times(
         line, col, value = first
         msg = (
             f"timestamp {value!r} in column {col!r} has no UTC offset (Z, +01:00) and "
-            "no time zone was given. Fix: name the zone the file was written in, e.g. "
-            "--tz UTC (read_file(..., tz='UTC')), or add offsets to the timestamps."
+            "no time zone was given. Fix: name the zone the file was written in: "
+            "pass --tz ZONE (library: tz='ZONE'), e.g. --tz UTC; or add offsets to "
+            "the timestamps."
         )
         raise IngestError(path, msg, line_no=line)
     return frame.with_columns(out)
@@ -142,12 +146,33 @@ def _flags(*cols: str) -> pl.Expr:
     return pl.when(joined.list.len() > 0).then(joined.list.join(","))
 
 
+def _failure_mode(raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """Normalised ``category/component`` and the reason for a value that is not one."""
+    mode = (
+        raw.str.to_lowercase()
+        .str.replace_all(r"\s*/\s*", "/")
+        .str.replace_all(r"[\s\-]+", "_")
+    )
+    bad = raw.is_not_null() & ~mode.str.contains(r"^[^/]+/[^/]+$")
+    reason = pl.when(bad).then(
+        pl.format(
+            "failure_mode must be 'category/component', e.g. hardware/gpu_hbm; "
+            "found '{}'",
+            raw,
+        )
+    )
+    return mode, reason
+
+
 def _parse_events(store: Store, path: Path, tz: str | None) -> Parsed:
     table = _read_strings(store, path, "events")
     frame, extras = _named(path, table, "events")
     frame = _times(path, frame, ["ts", "repaired_ts"], tz)
+    mode, mode_reason = _failure_mode(pl.col("failure_mode"))
+    frame = frame.with_columns(failure_mode_norm=mode)
     reasons = _common_reasons(len(table.columns), REQUIRED["events"])
     reasons += [
+        mode_reason,
         _bad_time("ts"),
         _bad_time("repaired_ts"),
         pl.when(pl.col("repaired_ts_utc") < pl.col("ts_utc")).then(
@@ -162,7 +187,7 @@ def _parse_events(store: Store, path: Path, tz: str | None) -> Parsed:
         device="device",
         system="system",
         code="code",
-        failure_mode="failure_mode",
+        failure_mode="failure_mode_norm",
         severity="severity",
         detail="detail",
         repaired_ts=pl.col("repaired_ts_utc"),
@@ -181,6 +206,57 @@ def _parse_events(store: Store, path: Path, tz: str | None) -> Parsed:
     )
 
 
+def _overlaps(
+    good: pl.DataFrame, bad: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Reject rows whose service window overlaps an earlier row of the same unit.
+
+    The unit is (host, device), an empty device being the whole host. Windows are
+    half-open ``[in_service_ts, out_of_service_ts)``, an empty end open; rows are
+    taken in line order and a row overlapping an accepted earlier one is rejected
+    (so a unit's exposure is never counted twice).
+    """
+    accepted: dict[tuple[str, str | None], list[tuple[int, Any, Any]]] = {}
+    reasons: list[str | None] = []
+    cols = ["line_no", "host", "device", "in_service_ts_utc", "out_of_service_ts_utc"]
+    for line, host, device, start, end in good.sort("line_no").select(cols).rows():
+        earlier = accepted.setdefault((host, device), [])
+        hit = next(
+            (
+                other
+                for other in earlier
+                if (other[2] is None or start < other[2])
+                and (end is None or other[1] < end)
+            ),
+            None,
+        )
+        if hit is None:
+            earlier.append((line, start, end))
+            reasons.append(None)
+            continue
+        unit = f"host {host!r}" + (f", device {device!r}" if device else "")
+        reasons.append(
+            f"service window {_window(start, end)} overlaps line {hit[0]} "
+            f"({_window(hit[1], hit[2])}) of the same {unit}; a unit's windows must "
+            "not overlap: end the earlier one with out_of_service_ts, or drop a row"
+        )
+    if not any(reasons):
+        return good, bad
+    marked = good.sort("line_no").with_columns(
+        reason=pl.Series(reasons, dtype=pl.String)
+    )
+    return marked.filter(pl.col("reason").is_null()), pl.concat(
+        [bad, marked.filter(pl.col("reason").is_not_null())]
+    ).sort("line_no")
+
+
+def _window(start: datetime, end: datetime | None) -> str:
+    def iso(t: datetime) -> str:
+        return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    return f"[{iso(start)}, {iso(end) if end is not None else 'open'})"
+
+
 def _parse_assets(store: Store, path: Path, tz: str | None) -> Parsed:
     table = _read_strings(store, path, "assets")
     frame, extras = _named(path, table, "assets")
@@ -188,18 +264,25 @@ def _parse_assets(store: Store, path: Path, tz: str | None) -> Parsed:
         path, frame, ["in_service_ts", "out_of_service_ts", "observed_from_ts"], tz
     )
     gpus = pl.col("gpus")
+    number = gpus.cast(pl.Float64, strict=False)  # "8", "8.0" (Parquet floats), "1e3"
+    whole = number.is_finite() & (number == number.round())
+    fits = whole & (number.abs() <= _INT32_MAX)
     frame = frame.with_columns(
         gpus_int=pl.when(gpus.is_null())
         .then(DEFAULT_GPUS)
-        .otherwise(gpus.str.strip_prefix("+").cast(pl.Int64, strict=False))
+        .when(fits)
+        .then(number.cast(pl.Int64, strict=False))
     )
     reasons = _common_reasons(len(table.columns), REQUIRED["assets"])
     reasons += [
         _bad_time("in_service_ts"),
         _bad_time("out_of_service_ts"),
         _bad_time("observed_from_ts"),
-        pl.when(gpus.is_not_null() & pl.col("gpus_int").is_null()).then(
+        pl.when(gpus.is_not_null() & ~whole.fill_null(False)).then(
             pl.format("gpus is not a whole number: '{}'", gpus)
+        ),
+        pl.when(whole & ~fits).then(
+            pl.format(f"gpus out of range: '{{}}' (expected 0 to {_INT32_MAX})", gpus)
         ),
         pl.when(pl.col("gpus_int") < 0).then(pl.format("negative gpus: '{}'", gpus)),
         pl.when(pl.col("out_of_service_ts_utc") < pl.col("in_service_ts_utc")).then(
@@ -211,13 +294,15 @@ def _parse_assets(store: Store, path: Path, tz: str | None) -> Parsed:
         ),
     ]
     good, bad = _split(frame, reasons)
+    good, bad = _overlaps(good, bad)
     extra_cols = [c for c in good.columns if c.startswith("x")]
+    rows = good.select(extra_cols).rows() if extra_cols else [()] * good.height
     attrs = [
         json.dumps(
             {k: v for k, v in zip(extras, row, strict=True) if v is not None},
             ensure_ascii=False,
         )
-        for row in good.select(extra_cols).rows()
+        for row in rows
     ]
     assets = good.select(
         "line_no",
@@ -239,7 +324,7 @@ def _parse_assets(store: Store, path: Path, tz: str | None) -> Parsed:
 
 
 def read_events(
-    store: Store, path: str | Path, *, tz: str | None = None
+    store: Store, path: str | Path, *, tz: str | None = None, replace: bool = False
 ) -> IngestResult:
     r"""Read a normalised events table (CSV or Parquet) into the store's ``events``.
 
@@ -256,21 +341,29 @@ def read_events(
     tz : str, optional
         IANA zone of timestamps written without an offset (e.g. ``"UTC"``).
         Timestamps with an offset (``Z``, ``+01:00``, ``+0100``) ignore it.
+    replace : bool, default False
+        Re-read the file even if it was ingested before, dropping the rows of the
+        earlier sources of the same path (or the same bytes) first, in the same
+        transaction (``--replace``). Without it, a changed file at a path read
+        before is an error and identical bytes are skipped.
 
     Returns
     -------
     IngestResult
         Counts of the file's data records, loaded rows and rejects, or
-        ``skipped=True`` if the same bytes were ingested as events before.
+        ``skipped=True`` if the same bytes were ingested as events before (with a
+        ``note`` if ``tz`` differs from that earlier read).
 
     Raises
     ------
     IngestError
-        If the file is missing, unreadable or not a CSV/Parquet table; if a
+        If the file is missing, unreadable or not a CSV/Parquet table (UTF-16,
+        Latin-1, compressed and truncated files are named as such); if a
         required header column is missing (the message lists expected and found
-        columns and suggests the right ``--kind``); if ``tz`` is unknown; or if a
+        columns and suggests the right ``--kind``); if ``tz`` is unknown; if a
         timestamp has no offset and no ``tz`` was given (the message names the
-        first such line and the fix ``--tz ZONE``).
+        first such line and the fix ``--tz ZONE``); or, without ``replace``, if
+        the file was read from the same path before and has changed since.
 
     Notes
     -----
@@ -282,7 +375,10 @@ def read_events(
     ``dst_nonexistent``). :math:`repair\_s = epoch(repaired\_ts) - epoch(ts)`.
     A record is rejected (line number, reason naming column and value, raw text)
     when a required field is empty, a timestamp does not parse, ``repaired_ts``
-    precedes ``ts``, or its field count differs from the header's. CSV
+    precedes ``ts``, ``failure_mode`` is not ``category/component``, or its field
+    count differs from the header's. ``failure_mode`` is normalised first:
+    stripped, lower case, spaces and hyphens to ``_`` (``"Hardware/GPU HBM"`` ->
+    ``hardware/gpu_hbm``); exactly one ``/`` with text on both sides. CSV
     ``line_no`` is the physical line a record starts on (header = line 1, quoted
     newlines counted); for Parquet it is the 1-based row number.
 
@@ -299,7 +395,7 @@ def read_events(
     >>> store = Store(":memory:")
     >>> read_events(store, d / "ev.csv").to_dict()  # doctest: +NORMALIZE_WHITESPACE
     {'path': '...ev.csv', 'kind': 'events', 'source_id': 1, 'n_lines': 2,
-     'n_loaded': 1, 'n_rejected': 1, 'skipped': False}
+     'n_loaded': 1, 'n_rejected': 1, 'skipped': False, 'note': None, 'replaced': []}
     >>> store.table("events")["ts"].to_list()
     [datetime.datetime(2024, 3, 1, 11, 0, tzinfo=zoneinfo.ZoneInfo(key='UTC'))]
     >>> store.table("rejects")["reason"].to_list()
@@ -312,11 +408,12 @@ def read_events(
         kind="events",
         options={"tz": tz},
         parse=lambda p: _parse_events(store, p, tz),
+        replace=replace,
     )
 
 
 def read_assets(
-    store: Store, path: str | Path, *, tz: str | None = None
+    store: Store, path: str | Path, *, tz: str | None = None, replace: bool = False
 ) -> IngestResult:
     r"""Read a normalised assets table (CSV or Parquet) into the store's ``assets``.
 
@@ -332,6 +429,11 @@ def read_assets(
         (empty values left out).
     tz : str, optional
         IANA zone of timestamps written without an offset.
+    replace : bool, default False
+        Re-read the file even if it was ingested before, dropping the rows of the
+        earlier sources of the same path (or the same bytes) first, in the same
+        transaction (``--replace``). Without it, a changed file at a path read
+        before is an error and identical bytes are skipped.
 
     Returns
     -------
@@ -342,13 +444,19 @@ def read_assets(
     ------
     IngestError
         As :func:`read_events`: unreadable or wrong-format file, missing required
-        columns, unknown ``tz``, or zone-less timestamps without ``tz``.
+        columns, unknown ``tz``, zone-less timestamps without ``tz``, or a changed
+        file read before (without ``replace``).
 
     Notes
     -----
     Rejected (with line number and reason): empty ``host`` or ``in_service_ts``,
-    an unparseable timestamp, ``gpus`` negative or not a whole number,
-    ``out_of_service_ts`` before ``in_service_ts``, a wrong field count.
+    an unparseable timestamp, ``gpus`` negative or not a whole number (``8.0``,
+    as Parquet float columns give, is 8), ``out_of_service_ts`` before
+    ``in_service_ts``, a wrong field count, and a service window
+    ``[in_service_ts, out_of_service_ts)`` that overlaps an earlier row's of the
+    same ``(host, device)`` in the file (the reason names that line), so that no
+    unit's exposure counts twice. ``attrs`` is ``"{}"`` when the file has no
+    further columns.
 
     Examples
     --------
@@ -371,4 +479,5 @@ def read_assets(
         kind="assets",
         options={"tz": tz},
         parse=lambda p: _parse_assets(store, p, tz),
+        replace=replace,
     )

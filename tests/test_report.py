@@ -1,0 +1,70 @@
+"""The offline report on small stores, where most sections have little data."""
+
+from pathlib import Path
+
+import pytest
+
+from relkit.errors import InsufficientDataError
+from relkit.ingest import read_file
+from relkit.report import ReportAssumptions, write_report
+from relkit.store import Store
+
+ASSETS = """host,in_service_ts,out_of_service_ts,gpus,system,rack
+gpu001,2025-01-01T00:00:00Z,,8,clusterA,r1
+gpu002,2025-01-01T00:00:00Z,,8,clusterA,r1
+gpu003,2025-01-01T00:00:00Z,2025-02-01T00:00:00Z,8,clusterA,r2
+gpu004,2025-01-01T00:00:00Z,,8,clusterB,r2
+"""
+EVENTS = """ts,host,failure_mode,repaired_ts
+2025-01-10T00:00:00Z,gpu001,hardware/gpu_hbm,2025-01-10T04:00:00Z
+2025-01-20T00:00:00Z,gpu002,network/nic,2025-01-20T01:00:00Z
+2025-01-25T00:00:00Z,gpu003,hardware/gpu,
+2025-02-15T00:00:00Z,gpu001,software/driver,2025-02-15T00:30:00Z
+2025-03-01T00:00:00Z,gpu004,hardware/gpu,2025-03-01T02:00:00Z
+"""
+
+
+@pytest.fixture
+def small_store(tmp_path: Path) -> Store:
+    (tmp_path / "assets.csv").write_text(ASSETS)
+    (tmp_path / "events.csv").write_text(EVENTS)
+    store = Store(tmp_path / "small.duckdb")
+    read_file(store, tmp_path / "assets.csv", kind="assets")
+    read_file(store, tmp_path / "events.csv", kind="events")
+    yield store
+    store.close()
+
+
+def test_report_on_a_small_fleet(small_store: Store, tmp_path: Path) -> None:
+    """No system reaches 100 failures: the plan shows every system with a failure.
+
+    clusterA has 3 nodes and 4 failures; its job MTBF is node MTBF / 3. Hand:
+    observation ends at the last record, gpu004's repair at 2025-03-01 02:00, so
+    node-hours = 2 × 1,418 h + 744 h = 3,580 h, node MTBF 895 h, job MTBF 298.3 h.
+    """
+    page = write_report(small_store, tmp_path / "out")
+    html = page.read_text(encoding="utf-8")
+    assert "No system has 100 failures" in html
+    plan = (tmp_path / "out" / "tables" / "checkpoint_plan.csv").read_text()
+    header, *rows = plan.strip().splitlines()
+    assert header.startswith("system,n_nodes,n_failures,node_mtbf_h,mtbf_h")
+    cluster_a = next(r for r in rows if r.startswith("clusterA,"))
+    fields = cluster_a.split(",")
+    assert fields[1:3] == ["3", "4"]
+    assert float(fields[3]) == pytest.approx(3580 / 4)
+    assert float(fields[4]) == pytest.approx(3580 / 4 / 3)
+
+
+def test_report_assumptions_are_stated(small_store: Store, tmp_path: Path) -> None:
+    page = write_report(
+        small_store, tmp_path / "out", assumptions=ReportAssumptions(cost_h=0.25)
+    )
+    assert "Assumed checkpoint write 15 min" in page.read_text(encoding="utf-8")
+
+
+def test_report_on_an_empty_store_says_what_to_ingest(tmp_path: Path) -> None:
+    with (
+        Store(":memory:") as store,
+        pytest.raises(InsufficientDataError, match="ingest"),
+    ):
+        write_report(store, tmp_path / "out")
