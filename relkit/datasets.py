@@ -2,7 +2,8 @@
 
 The data live in the repository's ``datasets/`` directory, next to the
 ``relkit`` package (an editable install or a source checkout), each with its
-``PROVENANCE.md`` and ``ATTRIBUTION.md``.
+``PROVENANCE.md`` and ``ATTRIBUTION.md``; a built wheel carries the same files
+under ``relkit/_bundled/``.
 """
 
 from pathlib import Path
@@ -16,7 +17,10 @@ DATASETS: dict[str, str] = {
     "lanl": "lanl/LA-UR-05-7318-failure-data-1996-2005.csv",
 }
 
-_ROOT = Path(__file__).resolve().parent.parent / "datasets"
+_ROOTS = (
+    Path(__file__).resolve().parent / "_bundled",  # inside a built wheel
+    Path(__file__).resolve().parent.parent / "datasets",  # source checkout
+)
 
 
 def path(name: str) -> Path:
@@ -53,7 +57,8 @@ def path(name: str) -> Path:
     if name not in DATASETS:
         msg = f"unknown dataset {name!r}; bundled: {sorted(DATASETS)}"
         raise InvalidParameterError(msg)
-    file = _ROOT / DATASETS[name]
+    candidates = [root / DATASETS[name] for root in _ROOTS]
+    file = next((f for f in candidates if f.is_file()), candidates[-1])
     if not file.is_file():
         msg = (
             f"dataset {name!r}: {file} is missing. The data ship in the repository's "
