@@ -29,6 +29,34 @@ def _unique(by: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(by))
 
 
+def _check_failures_in_service(events: pl.DataFrame, assets: pl.DataFrame) -> None:
+    """Refuse failures dated outside every service window of their host."""
+    windows = assets.group_by("host").agg(
+        _from=pl.coalesce("in_service_ts", "observed_from_ts").min(),
+        _to=pl.when(pl.col("out_of_service_ts").is_null().any())
+        .then(None)
+        .otherwise(pl.col("out_of_service_ts").max()),
+    )
+    outside = (
+        events.join(windows, on="host")
+        .filter((pl.col("ts") < pl.col("_from")) | (pl.col("ts") > pl.col("_to")))
+        .sort("ts", "host")
+    )
+    if outside.height:
+        shown = [
+            f"{r['host']} at {r['ts']:%Y-%m-%d %H:%M}Z "
+            f"(in service {r['_from']:%Y-%m-%d} to "
+            f"{'now' if r['_to'] is None else format(r['_to'], '%Y-%m-%d')})"
+            for r in outside.head(5).iter_rows(named=True)
+        ]
+        msg = (
+            f"{outside.height} failure event(s) dated outside their host's service "
+            f"window, e.g. {'; '.join(shown)}. Fix the in_service_ts / "
+            "out_of_service_ts of these hosts in the assets file, or the events' times."
+        )
+        raise InsufficientDataError(msg)
+
+
 def _prepare_tables(
     events: pl.DataFrame,
     assets: pl.DataFrame,
@@ -75,6 +103,7 @@ def _prepare_tables(
             "events."
         )
         raise InsufficientDataError(msg)
+    _check_failures_in_service(events, assets)
     end = window_end or exposure.observation_end(events)
     if window_end is None:
         last = events.group_by("host").agg(
