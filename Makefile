@@ -49,8 +49,8 @@ test: lint  ## Lint, then the whole suite: unit, doctest and notebook tests
 	$(BIN)/python -m pytest -q
 	$(MAKE) --no-print-directory nbval
 
-test-all: test  ## What CI runs (same as test), plus slow tests
-	$(BIN)/python -m pytest -q -m slow
+test-all: test  ## make test, plus the tests marked slow (none selected is fine)
+	$(BIN)/python -m pytest -q -m slow || [ $$? -eq 5 ]
 
 lab: $(DEVSTAMP)  ## Start JupyterLab on notebooks/
 	$(BIN)/jupyter lab notebooks/

@@ -192,8 +192,10 @@ def test_duplicate_grouping_columns_are_merged(lanl_tables: Tables) -> None:
 def test_failures_outside_service_windows_are_named(lanl_tables: Tables) -> None:
     """A failure before its node entered production cannot be counted honestly."""
     events, assets = lanl_tables
-    early = events.filter(host="s20-n27").head(1).with_columns(
-        ts=pl.lit(datetime(1999, 1, 1, tzinfo=UTC))
+    early = (
+        events.filter(host="s20-n27")
+        .head(1)
+        .with_columns(ts=pl.lit(datetime(1999, 1, 1, tzinfo=UTC)))
     )
     with pytest.raises(InsufficientDataError, match=r"s20-n27 at 1999-01-01 00:00Z"):
         fleet.mtbf_by(pl.concat([events, early]), assets)
