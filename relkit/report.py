@@ -162,6 +162,13 @@ def write_report(
         If the store holds no events or assets.
     """
     a = assumptions or ReportAssumptions()
+    with charts.enable_theme():  # restores the caller's Altair theme afterwards
+        return _write_report(store, Path(out_dir), a, progress)
+
+
+def _write_report(
+    store: Store, out_dir: Path, a: ReportAssumptions, progress: Progress
+) -> Path:
     out_dir = Path(out_dir)
     tables_dir = out_dir / "tables"
     tables_dir.mkdir(parents=True, exist_ok=True)
