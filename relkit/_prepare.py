@@ -5,14 +5,18 @@ by either part, and by unit attributes (``system``, ``host``) that live on asset
 """
 
 from collections.abc import Sequence
+from datetime import datetime
 
 import polars as pl
 
-from relkit.errors import SchemaError
+from relkit import exposure
+from relkit.errors import InsufficientDataError, SchemaError
 
 #: Columns an MTBF or survival grouping may use, and where each one lives.
 FAILURE_ATTRIBUTES = ("failure_mode", "root_cause", "sub_cause", "code", "severity")
 UNIT_ATTRIBUTES = ("system", "host", "device")
+#: The ``system`` of units whose assets row names none (one group, never dropped).
+UNASSIGNED = "unassigned"
 
 
 def with_cause_columns(events: pl.DataFrame) -> pl.DataFrame:
@@ -27,8 +31,13 @@ def with_cause_columns(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def split_by(by: Sequence[str]) -> tuple[list[str], list[str]]:
+def split_by(
+    by: Sequence[str], assets: pl.DataFrame | None = None
+) -> tuple[list[str], list[str]]:
     """Split grouping columns into unit attributes and failure attributes.
+
+    ``device`` is a unit attribute when the assets list devices (per-GPU
+    assets); otherwise it is the failing device named by the events.
 
     Raises
     ------
@@ -44,6 +53,168 @@ def split_by(by: Sequence[str]) -> tuple[list[str], list[str]]:
             "e.g. --by system,root_cause"
         )
         raise SchemaError(msg)
-    return [c for c in by if c in UNIT_ATTRIBUTES], [
-        c for c in by if c in FAILURE_ATTRIBUTES
-    ]
+    per_device = assets is not None and assets["device"].is_not_null().any()
+    units = [c for c in by if c in ("system", "host") or (c == "device" and per_device)]
+    return units, [c for c in by if c not in units]
+
+
+def _fill_system(events: pl.DataFrame, assets: pl.DataFrame) -> pl.DataFrame:
+    """Give events their host's system; refuse events that name another one."""
+    host_system = (
+        assets.filter(pl.col("system").is_not_null())
+        .group_by("host")
+        .agg(pl.col("system").sort().first().alias("_asset_system"))
+    )
+    joined = events.join(host_system, on="host", how="left")
+    clash = joined.filter(
+        pl.col("system").is_not_null()
+        & pl.col("_asset_system").is_not_null()
+        & (pl.col("system") != pl.col("_asset_system"))
+    )
+    if clash.height:
+        shown = [
+            f"{r['host']} (event: {r['system']!r}, assets: {r['_asset_system']!r})"
+            for r in clash.unique(["host", "system"])
+            .sort("host")
+            .head(5)
+            .iter_rows(named=True)
+        ]
+        msg = (
+            f"{clash.height} failure event(s) name another system than their host's "
+            f"assets row, e.g. {'; '.join(shown)}. Fix the events' system column or "
+            "leave it empty (it is then taken from the assets)."
+        )
+        raise InsufficientDataError(msg)
+    return joined.with_columns(
+        pl.coalesce("system", "_asset_system").alias("system")
+    ).drop("_asset_system")
+
+
+def _check_hosts(events: pl.DataFrame, assets: pl.DataFrame) -> None:
+    """Refuse failures on unknown hosts or outside every service window."""
+    unknown = events.join(assets.select("host").unique(), on="host", how="anti")
+    if unknown.height:
+        hosts = unknown["host"].unique().sort().to_list()
+        msg = (
+            f"{unknown.height} failure event(s) on {len(hosts)} host(s) missing from "
+            f"the assets table, e.g. {hosts[:5]}: their time at risk is unknown. "
+            "Add these hosts to the assets file and ingest it again with --replace, "
+            "or remove their events."
+        )
+        raise InsufficientDataError(msg)
+    windows = assets.group_by("host").agg(
+        _from=pl.coalesce("in_service_ts", "observed_from_ts").min(),
+        _to=pl.when(pl.col("out_of_service_ts").is_null().any())
+        .then(None)
+        .otherwise(pl.col("out_of_service_ts").max()),
+    )
+    outside = (
+        events.join(windows, on="host")
+        .filter((pl.col("ts") < pl.col("_from")) | (pl.col("ts") > pl.col("_to")))
+        .sort("ts", "host")
+    )
+    if outside.height:
+        shown = [
+            f"{r['host']} at {r['ts']:%Y-%m-%d %H:%M}Z "
+            f"(in service {r['_from']:%Y-%m-%d} to "
+            f"{'now' if r['_to'] is None else format(r['_to'], '%Y-%m-%d')})"
+            for r in outside.head(5).iter_rows(named=True)
+        ]
+        msg = (
+            f"{outside.height} failure event(s) dated outside their host's service "
+            f"window, e.g. {'; '.join(shown)}. Fix the in_service_ts / "
+            "out_of_service_ts of these hosts in the assets file, or the events' times."
+        )
+        raise InsufficientDataError(msg)
+
+
+def _check_overlaps(assets: pl.DataFrame) -> None:
+    """Refuse one unit listed in service twice at once by different files."""
+    keyed = assets.select(
+        "source_id",
+        "line_no",
+        "host",
+        "device",
+        _from=pl.coalesce("in_service_ts", "observed_from_ts"),
+        _to=pl.col("out_of_service_ts"),
+    )
+    pairs = keyed.join(keyed, on=["host", "device"], nulls_equal=True, suffix="_b")
+    both = pairs.filter(
+        (pl.col("source_id") < pl.col("source_id_b"))
+        & (pl.col("_to").is_null() | (pl.col("_from_b") < pl.col("_to")))
+        & (pl.col("_to_b").is_null() | (pl.col("_from") < pl.col("_to_b")))
+    )
+    if both.height:
+        shown = [
+            f"{r['host']} in sources {r['source_id']} and {r['source_id_b']}"
+            for r in both.sort("host").head(5).iter_rows(named=True)
+        ]
+        msg = (
+            f"{both.height} unit(s) are in service at the same time in two assets "
+            f"files, e.g. {'; '.join(shown)}, which would count their time at risk "
+            "twice. Keep one inventory per fleet: re-ingest the newer file with "
+            "--replace, or remove the duplicate rows."
+        )
+        raise InsufficientDataError(msg)
+
+
+def prepare_tables(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    window_end: datetime | None,
+) -> tuple[pl.DataFrame, pl.DataFrame, datetime]:
+    """Check and align the store's tables; return events, assets and the end.
+
+    - Events without ``system`` take their host's system from the assets;
+      units with none at all are in system ``"unassigned"``.
+    - Every failure must be on a known host, inside one of its service windows,
+      and no unit may be listed twice at once by two assets files.
+    - Each assets file's observation ends at the last record about any of its
+      hosts (or at ``window_end`` if earlier; at ``window_end`` for files whose
+      hosts have no records), so another fleet's data in the same store never
+      stretches this fleet's time at risk.
+
+    Raises
+    ------
+    InsufficientDataError
+        If there are no assets, no events and no ``window_end``, or a check fails.
+    """
+    if assets.height == 0:
+        msg = (
+            f"no assets in the store ({events.height} events): MTBF needs the units "
+            "at risk. Ingest them, e.g. `relkit ingest --kind assets FILE` (columns "
+            "host, in_service_ts, ...) or `relkit ingest --kind lanl FILE`."
+        )
+        raise InsufficientDataError(msg)
+    if events.height == 0 and window_end is None:
+        msg = (
+            "no failure events in the store, so the end of observation is unknown; "
+            "declare it, e.g. --window-end 2025-01-01T00:00Z (library: window_end=)."
+        )
+        raise InsufficientDataError(msg)
+    _check_overlaps(assets)
+    events = _fill_system(events, assets).with_columns(
+        pl.col("system").fill_null(UNASSIGNED)
+    )
+    assets = assets.with_columns(pl.col("system").fill_null(UNASSIGNED))
+    _check_hosts(events, assets)
+    end = window_end or exposure.observation_end(events)
+    last = events.group_by("host").agg(
+        _last=pl.max_horizontal(pl.col("ts").max(), pl.col("repaired_ts").max())
+    )
+    source_end = (
+        assets.join(last, on="host", how="left")
+        .group_by("source_id")
+        .agg(_source_end=pl.col("_last").max())
+    )
+    stop = pl.min_horizontal(pl.coalesce("_source_end", pl.lit(end)), pl.lit(end))
+    assets = (
+        assets.join(source_end, on="source_id", how="left", nulls_equal=True)
+        .with_columns(
+            out_of_service_ts=pl.min_horizontal(
+                pl.coalesce("out_of_service_ts", stop), stop
+            )
+        )
+        .drop("_source_end")
+    )
+    return events, assets, end

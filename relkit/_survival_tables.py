@@ -289,6 +289,18 @@ def _utc(window_end: datetime) -> datetime:
     return window_end.astimezone(UTC)
 
 
+def _no_null_keys(frame: pl.DataFrame, cols: Sequence[str], where: str) -> None:
+    """Refuse null group keys: joins on them would silently drop rows."""
+    for col in cols:
+        if n := frame[col].null_count():
+            msg = (
+                f"{where}: group column {col!r} is null in {n} row(s); every row "
+                "needs a group to be counted. Fill it, e.g. "
+                f"frame.with_columns(pl.col({col!r}).fill_null('unassigned'))."
+            )
+            raise SchemaError(msg)
+
+
 def _event_frame(events: pl.DataFrame, event_by: list[str], where: str) -> pl.DataFrame:
     """Add root_cause/sub_cause from failure_mode when they are asked for."""
     derive = [c for c in event_by if c in _EVENT_DERIVED and c not in events.columns]
@@ -299,6 +311,7 @@ def _event_frame(events: pl.DataFrame, event_by: list[str], where: str) -> pl.Da
             parts.struct.field(f"field_{_EVENT_DERIVED[c]}").alias(c) for c in derive
         )
     require_columns(events, event_by, where=where)
+    _no_null_keys(events, event_by, where)
     return events
 
 
@@ -309,6 +322,7 @@ def _units_node(assets: pl.DataFrame, unit_by: list[str], where: str) -> pl.Data
         ["host", "in_service_ts", "out_of_service_ts", "observed_from_ts", *unit_by],
         where=where,
     )
+    _no_null_keys(assets, unit_by, where)
     units = (
         assets.group_by("host", *unit_by)
         .agg(
@@ -339,6 +353,7 @@ def _units_system(assets: pl.DataFrame, where: str) -> pl.DataFrame:
         ["system", "in_service_ts", "out_of_service_ts", "observed_from_ts"],
         where=where,
     )
+    _no_null_keys(assets, ["system"], where)
     return (
         assets.group_by("system")
         .agg(

@@ -75,7 +75,7 @@ def _emit(
             float_precision=4,
             tbl_hide_dataframe_shape=True,
             tbl_hide_column_data_types=True,
-            fmt_str_lengths=60,
+            fmt_str_lengths=300,
         ):
             print(frame)
 
@@ -92,7 +92,8 @@ def _parse_instant(text: str | None, flag: str) -> datetime | None:
         )
         raise RelkitError(msg) from exc
     if value.tzinfo is None:
-        msg = f"{flag}: {text!r} has no time zone; add one, e.g. {text}Z for UTC"
+        example = value.strftime("%Y-%m-%dT%H:%MZ")
+        msg = f"{flag}: {text!r} has no time zone; add one, e.g. {example} for UTC"
         raise RelkitError(msg)
     return value
 
@@ -117,6 +118,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             except RelkitError as exc:
                 failed += 1
                 _progress(f"[{n}/{len(args.paths)}] error: {exc}")
+                results.append(
+                    {"path": str(path), "kind": args.kind, "error": str(exc)}
+                )
                 continue
             took = time.perf_counter() - started
             if result.skipped:
@@ -208,12 +212,20 @@ def _cmd_ettr(args: argparse.Namespace) -> int:
     return 0
 
 
+def _out_dir(text: str) -> Path:
+    out = Path(text)
+    if out.exists() and not out.is_dir():
+        msg = f"--out {text}: exists and is not a directory; give a directory path"
+        raise RelkitError(msg)
+    return out
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from relkit.report import write_report
     from relkit.store import Store
 
     with Store(args.db, read_only=True) as store:
-        page = write_report(store, Path(args.out), progress=_progress)
+        page = write_report(store, _out_dir(args.out), progress=_progress)
     _progress(f"report written to {page}")
     return 0
 
@@ -221,7 +233,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from relkit.report import run_demo
 
-    summary = run_demo(Path(args.out), progress=_progress)
+    summary = run_demo(_out_dir(args.out), progress=_progress)
     _emit(summary, args.format)
     return 0
 

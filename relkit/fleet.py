@@ -12,8 +12,8 @@ from typing import Literal
 import polars as pl
 
 from relkit import checkpoint, exposure, metrics, survival
+from relkit._prepare import prepare_tables as _prepare_tables
 from relkit._prepare import split_by, with_cause_columns
-from relkit.errors import InsufficientDataError
 
 __all__ = [
     "checkpoint_plan_by_system",
@@ -27,104 +27,6 @@ __all__ = [
 def _unique(by: Sequence[str]) -> list[str]:
     """Return the grouping columns in order, each once."""
     return list(dict.fromkeys(by))
-
-
-def _check_failures_in_service(events: pl.DataFrame, assets: pl.DataFrame) -> None:
-    """Refuse failures dated outside every service window of their host."""
-    windows = assets.group_by("host").agg(
-        _from=pl.coalesce("in_service_ts", "observed_from_ts").min(),
-        _to=pl.when(pl.col("out_of_service_ts").is_null().any())
-        .then(None)
-        .otherwise(pl.col("out_of_service_ts").max()),
-    )
-    outside = (
-        events.join(windows, on="host")
-        .filter((pl.col("ts") < pl.col("_from")) | (pl.col("ts") > pl.col("_to")))
-        .sort("ts", "host")
-    )
-    if outside.height:
-        shown = [
-            f"{r['host']} at {r['ts']:%Y-%m-%d %H:%M}Z "
-            f"(in service {r['_from']:%Y-%m-%d} to "
-            f"{'now' if r['_to'] is None else format(r['_to'], '%Y-%m-%d')})"
-            for r in outside.head(5).iter_rows(named=True)
-        ]
-        msg = (
-            f"{outside.height} failure event(s) dated outside their host's service "
-            f"window, e.g. {'; '.join(shown)}. Fix the in_service_ts / "
-            "out_of_service_ts of these hosts in the assets file, or the events' times."
-        )
-        raise InsufficientDataError(msg)
-
-
-def _prepare_tables(
-    events: pl.DataFrame,
-    assets: pl.DataFrame,
-    window_end: datetime | None,
-) -> tuple[pl.DataFrame, pl.DataFrame, datetime]:
-    """Check and align the store's tables; return events, assets and the end.
-
-    - Events without ``system`` take their host's system from the assets.
-    - Every failure must be on a known host (else a message naming the hosts).
-    - Without a declared ``window_end``, each asset file's observation ends at
-      the last record about any of its hosts, so that adding another fleet's
-      data to a store does not stretch this fleet's time at risk.
-    """
-    if assets.height == 0:
-        msg = (
-            f"no assets in the store ({events.height} events): MTBF needs the units "
-            "at risk. Ingest them, e.g. `relkit ingest --kind assets FILE` (columns "
-            "host, in_service_ts, ...) or `relkit ingest --kind lanl FILE`."
-        )
-        raise InsufficientDataError(msg)
-    if events.height == 0 and window_end is None:
-        msg = (
-            "no failure events in the store, so the end of observation is unknown; "
-            "declare it, e.g. --window-end 2025-01-01T00:00Z (library: window_end=)."
-        )
-        raise InsufficientDataError(msg)
-    host_system = (
-        assets.filter(pl.col("system").is_not_null())
-        .group_by("host")
-        .agg(pl.col("system").sort().first().alias("_asset_system"))
-    )
-    events = (
-        events.join(host_system, on="host", how="left")
-        .with_columns(pl.coalesce("system", "_asset_system").alias("system"))
-        .drop("_asset_system")
-    )
-    unknown = events.join(assets.select("host").unique(), on="host", how="anti")
-    if unknown.height:
-        hosts = unknown["host"].unique().sort().to_list()
-        msg = (
-            f"{unknown.height} failure event(s) on {len(hosts)} host(s) missing from "
-            f"the assets table, e.g. {hosts[:5]}: their time at risk is unknown. "
-            "Add these hosts to the assets file and re-ingest it, or remove their "
-            "events."
-        )
-        raise InsufficientDataError(msg)
-    _check_failures_in_service(events, assets)
-    end = window_end or exposure.observation_end(events)
-    if window_end is None:
-        last = events.group_by("host").agg(
-            _last=pl.max_horizontal(pl.col("ts").max(), pl.col("repaired_ts").max())
-        )
-        source_end = (
-            assets.join(last, on="host", how="left")
-            .group_by("source_id")
-            .agg(_source_end=pl.col("_last").max())
-        )
-        stop = pl.coalesce("_source_end", pl.lit(end))
-        assets = (
-            assets.join(source_end, on="source_id", how="left", nulls_equal=True)
-            .with_columns(
-                out_of_service_ts=pl.min_horizontal(
-                    pl.coalesce("out_of_service_ts", stop), stop
-                )
-            )
-            .drop("_source_end")
-        )
-    return events, assets, end
 
 
 def mtbf_by(
@@ -167,9 +69,12 @@ def mtbf_by(
         If the store holds no events or no assets.
     """
     by = _unique(by)
-    unit_by, _ = split_by(by)
+    unit_by, _ = split_by(by, assets)
     events, assets, end = _prepare_tables(events, assets, window_end)
-    failures = with_cause_columns(events).filter(pl.col("ts") <= end)
+    # a declared window is half-open [start, end), so adjacent windows never
+    # count one failure twice; the default end is the last record, kept inside
+    inside = pl.col("ts") < end if window_end is not None else pl.col("ts") <= end
+    failures = with_cause_columns(events).filter(inside)
     if window_start is not None:
         failures = failures.filter(pl.col("ts") >= window_start)
     at_risk = exposure.build_exposure(
@@ -215,7 +120,7 @@ def time_between_failures(
         If the store holds no assets, or failures on hosts it does not list.
     """
     by = _unique(by)
-    split_by(by)
+    split_by(by, assets)
     events, assets, end = _prepare_tables(events, assets, window_end)
     return survival.build_tbf_table(
         with_cause_columns(events), assets, unit=unit, by=by, window_end=end
@@ -261,7 +166,7 @@ def survival_by(
         If the store holds no events or no assets.
     """
     by = _unique(by)
-    split_by(by)
+    split_by(by, assets)
     events, assets, end = _prepare_tables(events, assets, window_end)
     failures = with_cause_columns(events)
     table = survival.build_tbf_table(
@@ -273,6 +178,7 @@ def survival_by(
     )
     if by:
         counts = excluded.group_by(list(by)).agg(n_excluded=pl.col("n").sum())
+        counts = counts.cast({c: fits.schema[c] for c in by})
         fits = fits.join(counts, on=list(by), how="left")
     else:
         fits = fits.with_columns(n_excluded=pl.lit(int(excluded["n"].sum())))

@@ -346,7 +346,10 @@ def test_one_bad_file_does_not_stop_the_others(
         "json",
     )
     assert code == 1
-    assert [r["n_loaded"] for r in json.loads(out)] == [1, 1]
+    rows = json.loads(out)
+    assert [r.get("n_loaded") for r in rows] == [1, None, 1]
+    assert "missing.csv" in rows[1]["path"]
+    assert "no such file" in rows[1]["error"].lower()
     assert "missing.csv" in err
     assert "1 of 3 file(s)" in err
 

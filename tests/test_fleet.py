@@ -199,3 +199,97 @@ def test_failures_outside_service_windows_are_named(lanl_tables: Tables) -> None
     )
     with pytest.raises(InsufficientDataError, match=r"s20-n27 at 1999-01-01 00:00Z"):
         fleet.mtbf_by(pl.concat([events, early]), assets)
+
+
+def test_declared_window_does_not_revive_an_old_fleet(lanl_tables: Tables) -> None:
+    """A 2024 window on a store with LANL (data ends 2005) and a 2024 fleet counts
+    only the 2024 fleet: 2 nodes × (2024-04-10 − 2024-01-01) = 4,800 node-hours."""
+    events, assets = _other_fleet(*lanl_tables)
+    out = fleet.mtbf_by(
+        events,
+        assets,
+        window_start=datetime(2024, 1, 1, tzinfo=UTC),
+        window_end=datetime(2025, 1, 1, tzinfo=UTC),
+    ).row(0, named=True)
+    assert out["n_failures"] == 2
+    assert out["exposure_h"] == pytest.approx(4800)
+
+
+def test_adjacent_declared_windows_count_a_failure_once(lanl_tables: Tables) -> None:
+    """Declared windows are half-open [start, end): a failure at the boundary
+    (2024-03-01 00:00) belongs to the second window only."""
+    events, assets = _other_fleet(*lanl_tables)
+    cut = datetime(2024, 3, 1, tzinfo=UTC)
+    first = fleet.mtbf_by(
+        events, assets, window_start=datetime(2024, 1, 1, tzinfo=UTC), window_end=cut
+    ).row(0, named=True)
+    second = fleet.mtbf_by(
+        events, assets, window_start=cut, window_end=datetime(2024, 5, 1, tzinfo=UTC)
+    ).row(0, named=True)
+    assert (first["n_failures"], second["n_failures"]) == (0, 2)
+
+
+def test_one_unit_in_two_inventories_is_refused(lanl_tables: Tables) -> None:
+    """The same host in service at once in two assets files would count twice."""
+    events, assets = _other_fleet(*lanl_tables)
+    again = assets.filter(source_id=99).with_columns(source_id=pl.lit(100, pl.Int32))
+    with pytest.raises(InsufficientDataError, match=r"gpu001 in sources 99 and 100"):
+        fleet.mtbf_by(events, pl.concat([assets, again]))
+
+
+def test_event_naming_another_system_is_refused(lanl_tables: Tables) -> None:
+    events, assets = _other_fleet(*lanl_tables)
+    wrong = events.with_columns(
+        system=pl.when(pl.col("host") == "gpu001")
+        .then(pl.lit("clusterB"))
+        .otherwise("system")
+    )
+    with pytest.raises(InsufficientDataError, match=r"gpu001 \(event: 'clusterB'"):
+        fleet.mtbf_by(wrong, assets, by=["system"])
+
+
+def test_assets_without_system_still_fit() -> None:
+    """Assets with only host and in_service_ts: system is null everywhere, so
+    both are in system "unassigned", which holds every failure (none lost)."""
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    assets = pl.DataFrame(
+        {"source_id": [1, 1], "host": ["a", "b"], "in_service_ts": [t0, t0]}
+    ).cast({"source_id": pl.Int32})
+    events = pl.DataFrame(
+        {
+            "source_id": [2] * 4,
+            "ts": [datetime(2025, 1, d, tzinfo=UTC) for d in (3, 9, 17, 30)],
+            "host": ["a", "b", "a", "b"],
+            "failure_mode": ["hardware/gpu"] * 4,
+        }
+    ).cast({"source_id": pl.Int32})
+    from relkit.schema import POLARS_SCHEMAS
+
+    assets = pl.concat(
+        [pl.DataFrame(schema=POLARS_SCHEMAS["assets"]), assets], how="diagonal_relaxed"
+    )
+    events = pl.concat(
+        [pl.DataFrame(schema=POLARS_SCHEMAS["events"]), events], how="diagonal_relaxed"
+    )
+    fits = fleet.survival_by(events, assets, by=["system"])
+    assert fits["system"].to_list() == ["unassigned"]
+    assert fits["n_failures"].to_list() == [4]
+    per_node = fleet.survival_by(events, assets, by=["system"], unit="node")
+    assert per_node["n_failures"].to_list() == [4]
+    assert fleet.mtbf_by(events, assets, by=["system"])["n_failures"].to_list() == [4]
+    assert fits["n_excluded"].to_list() == [0]
+
+
+def test_by_device_is_the_failing_device_when_assets_are_nodes(
+    lanl_tables: Tables,
+) -> None:
+    """Node-level assets: `device` groups failures (GPU slot) against fleet exposure."""
+    events, assets = _other_fleet(*lanl_tables)
+    events = events.with_columns(
+        device=pl.when(pl.col("host").is_in(["gpu001", "gpu002"]))
+        .then(pl.lit("0000:3b:00"))
+        .otherwise(None)
+    )
+    out = fleet.mtbf_by(events, assets, by=["device"])
+    slot = out.filter(device="0000:3b:00").row(0, named=True)
+    assert slot["n_failures"] == 2

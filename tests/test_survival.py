@@ -789,3 +789,34 @@ def test_build_tbf_table_arguments(fleet):
         build_tbf_table(events, assets, unit="rack", window_end=d(11))
     with pytest.raises(SchemaError, match="unit='system' can group by event"):
         build_tbf_table(events, assets, unit="system", by=["host"], window_end=d(11))
+
+
+def test_null_group_keys_are_refused_not_dropped() -> None:
+    """A null `system` would fall out of every join; the message says how to fill it."""
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    assets = pl.DataFrame(
+        {
+            "host": ["a"],
+            "system": [None],
+            "in_service_ts": [t0],
+            "out_of_service_ts": [None],
+            "observed_from_ts": [None],
+        },
+        schema_overrides={
+            "system": pl.String,
+            "out_of_service_ts": pl.Datetime("us", "UTC"),
+            "observed_from_ts": pl.Datetime("us", "UTC"),
+        },
+    )
+    events = pl.DataFrame(
+        {"ts": [datetime(2025, 1, 5, tzinfo=UTC)], "host": ["a"], "system": [None]},
+        schema_overrides={"system": pl.String},
+    )
+    with pytest.raises(SchemaError, match="fill_null"):
+        build_tbf_table(
+            events,
+            assets,
+            unit="system",
+            by=["system"],
+            window_end=datetime(2025, 2, 1, tzinfo=UTC),
+        )
