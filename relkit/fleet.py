@@ -83,6 +83,26 @@ def mtbf_by(
     return metrics.mtbf(failures, at_risk, by=list(by), confidence=confidence)
 
 
+def _tbf_tables(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    by: Sequence[str],
+    unit: Literal["node", "system"],
+    window_end: datetime | None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Return the time-between-failures table and its exclusions."""
+    by = _unique(by)
+    split_by(by, assets)
+    events, assets, end = _prepare_tables(events, assets, window_end)
+    failures = with_cause_columns(events)
+    args = {"unit": unit, "by": by, "window_end": end}
+    return (
+        survival.build_tbf_table(failures, assets, **args),
+        survival.build_tbf_exclusions(failures, assets, **args),
+    )
+
+
 def time_between_failures(
     events: pl.DataFrame,
     assets: pl.DataFrame,
@@ -119,12 +139,7 @@ def time_between_failures(
     InsufficientDataError
         If the store holds no assets, or failures on hosts it does not list.
     """
-    by = _unique(by)
-    split_by(by, assets)
-    events, assets, end = _prepare_tables(events, assets, window_end)
-    return survival.build_tbf_table(
-        with_cause_columns(events), assets, unit=unit, by=by, window_end=end
-    )
+    return _tbf_tables(events, assets, by=by, unit=unit, window_end=window_end)[0]
 
 
 def survival_by(
@@ -166,20 +181,14 @@ def survival_by(
         If the store holds no events or no assets.
     """
     by = _unique(by)
-    split_by(by, assets)
-    events, assets, end = _prepare_tables(events, assets, window_end)
-    failures = with_cause_columns(events)
-    table = survival.build_tbf_table(
-        failures, assets, unit=unit, by=list(by), window_end=end
+    table, excluded = _tbf_tables(
+        events, assets, by=by, unit=unit, window_end=window_end
     )
-    fits = survival.fit_lifetimes(table, by=list(by))
-    excluded = survival.build_tbf_exclusions(
-        failures, assets, unit=unit, by=list(by), window_end=end
-    )
+    fits = survival.fit_lifetimes(table, by=by)
     if by:
-        counts = excluded.group_by(list(by)).agg(n_excluded=pl.col("n").sum())
+        counts = excluded.group_by(by).agg(n_excluded=pl.col("n").sum())
         counts = counts.cast({c: fits.schema[c] for c in by})
-        fits = fits.join(counts, on=list(by), how="left")
+        fits = fits.join(counts, on=by, how="left")
     else:
         fits = fits.with_columns(n_excluded=pl.lit(int(excluded["n"].sum())))
     return fits.with_columns(pl.col("n_excluded").fill_null(0).cast(pl.Int64))
