@@ -24,6 +24,7 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "n_loaded": "BIGINT",
         "n_rejected": "BIGINT",
         "ingested_at": "TIMESTAMPTZ",
+        "n_ignored": "BIGINT",
     },
     "events": {
         "source_id": "INTEGER",
@@ -39,12 +40,27 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "repaired_ts": "TIMESTAMPTZ",
         "repair_s": "DOUBLE",
         "flags": "VARCHAR",
+        "count": "BIGINT",
+        "mono_s": "DOUBLE",
     },
     "rejects": {
         "source_id": "INTEGER",
         "line_no": "BIGINT",
         "reason": "VARCHAR",
         "raw": "VARCHAR",
+    },
+    "ignored": {
+        "source_id": "INTEGER",
+        "reason": "VARCHAR",
+        "n_lines": "BIGINT",
+    },
+    "failure_modes": {
+        "failure_mode": "VARCHAR",
+        "component": "VARCHAR",
+        "category": "VARCHAR",
+        "counts_as_failure": "BOOLEAN",
+        "llama3_row": "VARCHAR",
+        "description": "VARCHAR",
     },
     "assets": {
         "source_id": "INTEGER",
@@ -98,6 +114,7 @@ _DUCK_TO_POLARS: dict[str, pl.DataType] = {
     "DOUBLE": pl.Float64(),
     "VARCHAR": pl.String(),
     "TIMESTAMPTZ": UTC,
+    "BOOLEAN": pl.Boolean(),
 }
 
 #: polars schema of every store table as :func:`relkit.store.Store.table` returns it.

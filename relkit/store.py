@@ -22,13 +22,15 @@ from relkit.schema import POLARS_SCHEMAS, TABLE_COLUMNS
 __all__ = ["SCHEMA_VERSION", "Store", "file_sha256"]
 
 #: Bumped whenever a table's columns change; a store of another version is refused.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Sort keys, so every table comes out in a fixed order.
 _SORT_KEYS: dict[str, list[str]] = {
     "sources": ["source_id"],
     "events": ["ts", "host", "source_id", "line_no"],
     "rejects": ["source_id", "line_no"],
+    "ignored": ["source_id", "reason"],
+    "failure_modes": ["failure_mode"],
     "assets": ["system", "host", "device", "source_id", "line_no"],
     "jobs": ["job_id", "attempt"],
     "job_nodes": ["job_id", "attempt", "host"],
@@ -271,6 +273,7 @@ class Store:
         n_lines: int,
         n_loaded: int,
         n_rejected: int,
+        n_ignored: int = 0,
     ) -> int:
         """Register an ingested file and return its new ``source_id``.
 
@@ -286,6 +289,9 @@ class Store:
             Options that shaped the ingest (time zone, reference date), stored as JSON.
         n_lines, n_loaded, n_rejected : int
             Data lines read, rows loaded, lines rejected.
+        n_ignored : int, default 0
+            Lines recognised as noise (counted by reason in ``ignored``);
+            ``n_lines = n_loaded + n_ignored + n_rejected`` for line-based kinds.
 
         Returns
         -------
@@ -296,7 +302,7 @@ class Store:
             "SELECT coalesce(max(source_id), 0) + 1 FROM sources"
         ).fetchall()[0]
         self._con.execute(
-            "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 next_id,
                 str(path),
@@ -307,6 +313,7 @@ class Store:
                 n_loaded,
                 n_rejected,
                 datetime.now(UTC),
+                n_ignored,
             ],
         )
         return int(next_id)
