@@ -63,7 +63,10 @@ def _optimum(lam: float, u0: float, w: float) -> tuple[float, float]:
         return 0.0, head
     # sqrt(w^2 + a) - w with a = 2 w head / lam, rationalised to avoid cancellation
     a = 2.0 * w * head / lam
-    dt = a / (math.sqrt(w * w + a) + w)
+    if a > 0.0:
+        dt = a / (math.sqrt(w * w + a) + w)
+    else:  # 2 w head / lam underflowed (w near the smallest float): dt ~ sqrt(a)
+        dt = math.sqrt(2.0 * w) * math.sqrt(head / lam)
     if not (math.isfinite(dt) and dt > 0.0):
         msg = (
             f"the optimal interval is out of floating-point range (w={w!r} h, "

@@ -104,7 +104,7 @@ def _columns(text: str | None) -> list[str]:
 
 # -- verbs ---------------------------------------------------------------------------
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    from relkit.ingest import read_file
+    from relkit.ingest import read_path
     from relkit.store import Store
 
     results, failed = [], 0
@@ -112,8 +112,15 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         for n, path in enumerate(args.paths, 1):
             started = time.perf_counter()
             try:
-                result = read_file(
-                    store, path, kind=args.kind, tz=args.tz, replace=args.replace
+                done = read_path(
+                    store,
+                    path,
+                    kind=args.kind,
+                    tz=args.tz,
+                    replace=args.replace,
+                    reference_date=args.reference_date,
+                    host=args.host,
+                    host_from_filename=args.host_from_filename,
                 )
             except RelkitError as exc:
                 failed += 1
@@ -123,13 +130,22 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 )
                 continue
             took = time.perf_counter() - started
-            if result.skipped:
-                state = "skipped (already ingested)"
-            else:
-                state = f"{result.n_loaded} loaded, {result.n_rejected} rejected"
-            note = f"; {result.note}" if result.note else ""
-            _progress(f"[{n}/{len(args.paths)}] {path}: {state} ({took:.1f} s){note}")
-            results.append(result.to_dict())
+            for result in done:
+                row = result.to_dict()
+                if result.skipped:
+                    state = "skipped (already ingested)"
+                else:
+                    ignored = row.get("n_ignored")
+                    extra = f", {ignored} ignored" if ignored is not None else ""
+                    state = (
+                        f"{result.n_loaded} loaded{extra}, {result.n_rejected} rejected"
+                    )
+                if args.kind in ("kernel", "nvsmi"):
+                    row = {"n_events": result.n_loaded, **row}
+                note = f"; {result.note}" if result.note else ""
+                where = f"[{n}/{len(args.paths)}] {result.path}"
+                _progress(f"{where}: {state} ({took:.1f} s){note}")
+                results.append(row)
         if results:
             _emit(results, args.format)
         if failed:
@@ -274,11 +290,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--kind",
         required=True,
-        choices=("events", "assets", "lanl"),
-        help="normalised events or assets CSV/Parquet, or the LANL failure data",
+        choices=("events", "assets", "lanl", "kernel", "nvsmi"),
+        help="normalised events or assets CSV/Parquet, the LANL failure data, "
+        "kernel/syslog logs (file, .gz or directory), or nvidia-smi -q snapshots",
     )
     p.add_argument(
         "--tz", help="IANA zone of zone-less timestamps, e.g. UTC or America/Denver"
+    )
+    p.add_argument(
+        "--reference-date",
+        help="kernel logs: date the log was collected (YYYY-MM-DD), for year-less "
+        "syslog stamps",
+    )
+    p.add_argument("--host", help="kernel/nvsmi logs: host, for framings without one")
+    p.add_argument(
+        "--host-from-filename",
+        action="store_true",
+        help="kernel logs: the host is the file name (gpu017.log -> gpu017)",
     )
     p.add_argument(
         "--replace",

@@ -523,3 +523,16 @@ def test_extreme_scales_do_not_underflow() -> None:
     out = checkpoint_intervals(1e-300, 1e300)
     assert out.exact_h == pytest.approx(2**0.5)
     assert 0.0 <= out.efficiency_at_exact <= 1.0
+
+
+def test_denormal_checkpoint_cost_does_not_underflow() -> None:
+    """w = 5e-324 h (found by Hypothesis): Δt* ≈ √(2w(1 − λu₀)/λ), finite and > 0."""
+    model = ettr_model(
+        n_nodes=96,
+        failures_per_node_day=1.0,
+        restart_h=0.0,
+        interval_h=1.0,
+        cost_h=5e-324,
+    )
+    assert 0.0 < model.optimal_interval_h < 1e-150
+    assert model.ettr_at_optimal == pytest.approx(1.0)

@@ -2,18 +2,24 @@
 
 :func:`read_file` is the entry point (``relkit ingest --kind KIND``); it
 dispatches to :func:`read_events`, :func:`read_assets` (normalised CSV/Parquet
-tables) and :func:`read_lanl` (the public LANL failure records). Every input
+tables), :func:`read_lanl` (the public LANL failure records),
+:func:`read_kernel` (dmesg / syslog / journald / kmsg lines) and
+:func:`read_nvsmi` (``nvidia-smi -q`` snapshots); :func:`read_path` also takes a
+directory of kernel logs. Every input
 record ends up as a row or in ``rejects`` with a reason; a file whose bytes were
 already ingested as the same kind is skipped, and a file that changed since it
 was read from the same path is refused unless ``replace=True`` (``--replace``).
 """
 
+import datetime as dt
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Literal
 
 from relkit.errors import IngestError
 from relkit.ingest._common import IngestResult
+from relkit.ingest.kernel import read_kernel
+from relkit.ingest.nvsmi import read_nvsmi
 from relkit.ingest.public import read_lanl
 from relkit.ingest.tables import read_assets, read_events
 from relkit.store import Store
@@ -25,13 +31,16 @@ __all__ = [
     "read_events",
     "read_file",
     "read_files",
+    "read_kernel",
     "read_lanl",
+    "read_nvsmi",
+    "read_path",
 ]
 
 #: Kinds :func:`read_file` understands.
-KINDS = ("events", "assets", "lanl")
+KINDS = ("events", "assets", "lanl", "kernel", "nvsmi")
 
-Kind = Literal["events", "assets", "lanl"]
+Kind = Literal["events", "assets", "lanl", "kernel", "nvsmi"]
 
 
 def read_file(
@@ -41,6 +50,9 @@ def read_file(
     kind: Kind,
     tz: str | None = None,
     replace: bool = False,
+    reference_date: str | dt.date | None = None,
+    host: str | None = None,
+    host_from_filename: bool = False,
 ) -> IngestResult:
     r"""Ingest one file of a given kind into the store, atomically.
 
@@ -50,9 +62,10 @@ def read_file(
         Open, writable store.
     path : str or Path
         The file to read.
-    kind : {"events", "assets", "lanl"}
-        What the file holds: a normalised events table, an assets table, or the
-        LANL failure records (LA-UR-05-7318).
+    kind : {"events", "assets", "lanl", "kernel", "nvsmi"}
+        What the file holds: a normalised events table, an assets table, the
+        LANL failure records (LA-UR-05-7318), a kernel/syslog log, or
+        ``nvidia-smi -q`` snapshots.
     tz : str, optional
         IANA zone of zone-less timestamps in ``events``/``assets`` files (e.g.
         ``"UTC"``). The LANL times are always America/Denver; another ``tz`` is
@@ -62,6 +75,13 @@ def read_file(
         rows of every earlier source of ``kind`` with the same resolved path or
         the same SHA-256 are dropped from all tables, with their ``sources``
         rows, in the transaction that writes the new rows.
+    reference_date : str or date, optional
+        Kernel logs: the date the log was collected, needed to place year-less
+        RFC 3164 syslog stamps (``--reference-date``).
+    host : str, optional
+        Kernel and nvidia-smi logs: the host, for framings that carry none.
+    host_from_filename : bool, default False
+        Kernel logs: take the host from the file name (``gpu017.log``).
 
     Returns
     -------
@@ -122,8 +142,81 @@ def read_file(
             )
             raise IngestError(path, msg)
         return read_lanl(store, path, replace=replace)
+    if kind == "nvsmi":
+        return read_nvsmi(store, path, tz=tz, host=host, replace=replace)
+    if kind == "kernel":
+        if Path(path).is_dir():
+            msg = "is a directory; read it with read_path() (relkit ingest DIR)."
+            raise IngestError(path, msg)
+        (result,) = read_kernel(
+            store,
+            path,
+            tz=tz,
+            reference_date=reference_date,
+            host=host,
+            host_from_filename=host_from_filename,
+            replace=replace,
+        )
+        return result
     msg = f"unknown kind {kind!r}; expected one of {list(KINDS)} (--kind KIND)."
     raise IngestError(path, msg)
+
+
+def read_path(
+    store: Store,
+    path: str | Path,
+    *,
+    kind: Kind,
+    tz: str | None = None,
+    replace: bool = False,
+    reference_date: str | dt.date | None = None,
+    host: str | None = None,
+    host_from_filename: bool = False,
+) -> list[IngestResult]:
+    """Ingest a file, or for ``kind="kernel"`` a directory of per-host logs.
+
+    Parameters
+    ----------
+    store : Store
+        Open, writable store.
+    path : str or Path
+        A file; with ``kind="kernel"`` also a directory (each file its own source).
+    kind : {"events", "assets", "lanl", "kernel", "nvsmi"}
+        What the file holds (see :func:`read_file`).
+    tz : str, optional
+        IANA zone of zone-less timestamps.
+    replace : bool, default False
+        Re-read files ingested before (see :func:`read_file`).
+    reference_date : str or date, optional
+        Collection date for year-less syslog stamps (kernel logs).
+    host : str, optional
+        Host for framings that carry none (kernel, nvidia-smi logs).
+    host_from_filename : bool, default False
+        Kernel logs: the host is the file name without its suffixes.
+
+    Returns
+    -------
+    list of IngestResult
+        One per file read, in order.
+
+    Raises
+    ------
+    IngestError
+        As :func:`read_file`.
+    """
+    if kind == "kernel":
+        return list(
+            read_kernel(
+                store,
+                path,
+                tz=tz,
+                reference_date=reference_date,
+                host=host,
+                host_from_filename=host_from_filename,
+                replace=replace,
+            )
+        )
+    return [read_file(store, path, kind=kind, tz=tz, replace=replace, host=host)]
 
 
 def read_files(

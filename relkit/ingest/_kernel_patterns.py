@@ -1,0 +1,181 @@
+"""Regular expressions and code tables of the kernel/syslog classifier.
+
+Everything here is data: the line framings (how a log line carries its time and
+host), the signal patterns (which message is which failure mode) and the Xid
+catalogue mapping. :mod:`relkit.ingest.kernel` applies them with polars'
+vectorised regex engine (Rust ``regex`` syntax: no look-around, no
+back-references; alternation is leftmost-first).
+
+References
+----------
+.. [1] NVIDIA, "Xid Errors" (XID catalogue), https://docs.nvidia.com/deploy/xid-errors/
+.. [2] leptonai/gpud ``pkg/nvidia-query/xid`` and NVIDIA NVSentinel
+   ``syslog-health-monitor`` parsers (line shapes only; no code copied).
+"""
+
+#: A PCI address as the kernel prints it: domain (4 or 8 hex), bus, device and an
+#: optional function; captured without the function.
+PCI = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
+_FN = r"(?:\.[0-7])?"
+
+_ISO_TS = (
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?"
+    r"(?:[Zz]|[+-]\d{2}:?\d{2})?"
+)
+#: Syslog tag and an optional nested kernel clock after the host: ``kernel: [ 9.1] ``.
+_TAG = (
+    r"(?:(?P<{p}_tag>[^\s:\[\]]+)(?:\[\d+\])?:\s+)?"
+    r"(?:\[\s*(?P<{p}_mono>\d+\.\d+)\]\s?)?"
+)
+
+#: One regex, one branch per framing, tried left to right. Group names carry the
+#: framing's prefix: k kmsg, d dmesg, t dmesg -T, i ISO syslog with host, x ISO
+#: without host (``dmesg --time-format iso``), r RFC 3164, b BGL, u Thunderbird,
+#: h LANL HPC.
+FRAMING = "|".join(
+    [
+        r"^(?P<k_pri>\d{1,4}),(?P<k_seq>\d+),(?P<k_us>\d+),[^;]*;(?P<k_msg>.*)$",
+        r"^\[\s*(?P<d_mono>\d+\.\d+)\]\s?(?P<d_msg>.*)$",
+        (
+            r"^\[(?:[A-Z][a-z]{2} )?(?P<t_wall>[A-Z][a-z]{2} [ \d]\d "
+            r"\d{2}:\d{2}:\d{2} \d{4})\]\s?(?P<t_msg>.*)$"
+        ),
+        (
+            rf"^(?:<\d{{1,3}}>)?(?P<i_wall>{_ISO_TS})\s+(?P<i_host>[^\s:\[\]]+)\s+"
+            + _TAG.format(p="i")
+            + r"(?P<i_msg>.*)$"
+        ),
+        (
+            rf"^(?:[a-z]+\s*:\s*[a-z]+\s*:\s*)?(?P<x_wall>{_ISO_TS})\s+"
+            r"(?:\[\s*(?P<x_mono>\d+\.\d+)\]\s?)?(?P<x_msg>.*)$"
+        ),
+        (
+            r"^(?:<\d{1,3}>)?(?P<r_wall>[A-Z][a-z]{2} [ \d]?\d \d{2}:\d{2}:\d{2})\s+"
+            r"(?P<r_host>[^\s:\[\]]+)\s+" + _TAG.format(p="r") + r"(?P<r_msg>.*)$"
+        ),
+        (
+            r"^(?P<b_label>\S+) (?P<b_epoch>\d{9,10}) \d{4}\.\d{2}\.\d{2} "
+            r"(?P<b_host>\S+) \d{4}-\d{2}-\d{2}-\d{2}\.\d{2}\.\d{2}\.\d{6} \S+ "
+            r"(?P<b_msg>.*)$"
+        ),
+        (
+            r"^(?P<u_label>\S+) (?P<u_epoch>\d{9,10}) \d{4}\.\d{2}\.\d{2} "
+            r"(?P<u_host>\S+) (?P<u_msg>.*)$"
+        ),
+        (
+            r"^(?P<h_id>\d+) (?P<h_host>\S+) (?P<h_comp>\S+) (?P<h_state>\S+) "
+            r"(?P<h_epoch>\d{9,10}) (?P<h_flag>-?\d+) (?P<h_msg>.*)$"
+        ),
+    ]
+)
+
+#: Host of an NCCL/torch line printed by the application: ``host:pid:tid [rank]``.
+NCCL_HOST = r"^(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] "
+
+#: Cheap pre-filter: a line can only be a signal (or a counted context line) if
+#: it contains one of these. Lines that do not are ``ignored`` as ``no_signal``.
+KEYWORDS = (
+    r"Xid|NVRM|fallen off the bus|mlx5_|Link (?:down|up)|NCCL|Watchdog|watchdog|"
+    r"EDAC|Hardware Error|Machine [Cc]heck|hardware memory error"
+)
+
+#: Signal patterns, tried in order on the message (the line without framing).
+#: Each entry: name, regex with named groups (any of pci, code, rest, netdev,
+#: state, n, kind, cpu, uuid, every).
+SIGNALS: list[tuple[str, str]] = [
+    (
+        "sxid",
+        rf"SXid \((?:PCI:)?(?P<pci>{PCI}){_FN}\):\s*(?P<code>\d+)"
+        r"(?:,\s*)?(?P<rest>.*)$",
+    ),
+    (
+        "xid",
+        rf"(?:^|[^A-Za-z])Xid \((?:PCI:)?(?P<pci>{PCI}){_FN}\):\s*(?P<code>\d+)\s*"
+        r"(?:$|,\s*(?P<rest>.*)$)",
+    ),
+    ("xid_bad", r"(?:^|[^A-Za-z])Xid \("),
+    ("gpu_map", rf"NVRM: GPU at PCI:(?P<pci>{PCI}){_FN}: (?P<uuid>GPU-[0-9A-Fa-f-]+)"),
+    (
+        "rate_limit",
+        rf"Rate limiting .*GPU at (?:PCI:)?(?P<pci>{PCI}){_FN}.*"
+        r"printing 1 of every (?P<every>\d+)",
+    ),
+    ("driver_load", r"NVRM: loading NVIDIA"),
+    (
+        "fallen",
+        rf"GPU (?:at )?(?:PCI:)?(?P<pci>{PCI}){_FN}\b.*fallen off the bus",
+    ),
+    ("nvrm", r"NVRM:"),
+    (
+        "link",
+        rf"mlx5_core (?P<pci>{PCI}){_FN} (?P<netdev>[^\s:]+): Link (?P<state>down|up)",
+    ),
+    (
+        "cable",
+        rf"mlx5_core (?P<pci>{PCI}){_FN}: mlx5_port_module_event[^:]*:[^:]*:\s*"
+        r"(?P<rest>.*(?:[Cc]able|[Mm]odule).*)$",
+    ),
+    (
+        "pcie_power",
+        rf"mlx5_core (?P<pci>{PCI}){_FN}: mlx5_pcie_event[^:]*:[^:]*:\s*"
+        r"(?P<rest>.*insufficient power.*)$",
+    ),
+    (
+        "nccl_error",
+        r"Got completion (?:from peer (?P<peer>\S+) )?with (?:status=|error )"
+        r"(?P<code>\d+)(?P<rest>.*)$",
+    ),
+    (
+        "nccl_watchdog",
+        r"(?P<rest>(?:Watchdog caught collective operation timeout|"
+        r"ProcessGroupNCCL.*[Ww]atchdog).*)$",
+    ),
+    (
+        "edac",
+        r"EDAC (?:[A-Za-z0-9_]+ )?MC(?P<mc>\d+): (?:(?P<n>\d+) )?(?P<kind>CE|UE)\b\s*"
+        r"(?P<rest>.*)$",
+    ),
+    (
+        "mce",
+        r"(?:\[Hardware Error\]: (?:CPU (?P<cpu>\d+): Machine Check(?: Exception)?:"
+        r"(?P<rest>.*)|Machine check events logged.*)$)",
+    ),
+    ("memory_ue", r"(?P<rest>Uncorrected hardware memory error.*)$"),
+    ("edac_decode", r"EDAC "),
+    ("mce_decode", r"\[Hardware Error\]|Machine [Cc]heck"),
+]
+
+#: Reason (for ``ignored`` lines) of the context patterns that are never events.
+CONTEXT_REASON: dict[str, str] = {
+    "gpu_map": "gpu_uuid_map",
+    "rate_limit": "rate_limit_notice",
+    "driver_load": "driver_load",
+    "nvrm": "nvrm_context",
+    "edac_decode": "edac_context",
+    "mce_decode": "mce_context",
+}
+
+#: Xid code -> failure mode, following relkit's contract table (CONTRACTS3.md),
+#: used when :mod:`relkit.taxonomy` is not available. Any other code is
+#: ``gpu/unknown_xid``.
+XID_MODES: dict[int, str] = {
+    79: "gpu/fallen_off_bus",
+    **dict.fromkeys((48, 94, 95, 140, 64, 171), "gpu/hbm_uncorrectable"),
+    172: "gpu/sram_uncorrectable",
+    **dict.fromkeys((119, 120, 62), "gpu/gsp_firmware"),
+    **dict.fromkeys((74, 136, *range(144, 151)), "gpu/nvlink"),
+    **dict.fromkeys((46, 109), "gpu/hang"),
+    **dict.fromkeys((13, 31, 43), "gpu/application_error"),
+    **dict.fromkeys((45, 154), "gpu/sympathetic"),
+    **dict.fromkeys((63, 92), "gpu/precursor"),
+}
+
+#: Default severity of a failure mode when the line states none.
+MODE_SEVERITY: dict[str, str] = {
+    "gpu/sympathetic": "info",
+    "gpu/precursor": "warning",
+    "network/link_up": "info",
+    "network/pcie_power": "warning",
+    "network/cable_module": "warning",
+    "host/memory_ce": "warning",
+}

@@ -1,0 +1,399 @@
+"""Line times of kernel/syslog logs: wall clocks, boot anchors, reboots.
+
+A line's wall time comes from its framing (ISO with or without offset, ``dmesg
+-T``, RFC 3164 without year, epoch seconds). A kernel clock (seconds since boot)
+becomes a wall time only through a boot time found in the same log: a line that
+carries both (``Mar  4 10:21:40 host-a kernel: [ 9912.004711] ...``) gives
+``boot = wall - mono`` for its boot. A kernel clock that falls back starts a new
+boot, and anchors never cross boots.
+"""
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from relkit.errors import IngestError
+from relkit.ingest._common import localize, parse_iso
+from relkit.schema import UTC
+
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        [
+            "Jan",
+            "Feb",
+            "Mar",
+            "Apr",
+            "May",
+            "Jun",
+            "Jul",
+            "Aug",
+            "Sep",
+            "Oct",
+            "Nov",
+            "Dec",
+        ],
+        start=1,
+    )
+}
+_EPOCH_FRAMINGS = ("bgl", "tbird", "hpc")
+
+
+def parse_reference_date(
+    path: str | Path, reference_date: str | dt.date | None
+) -> dt.date | None:
+    """Return ``reference_date`` as a date (``YYYY-MM-DD`` text accepted)."""
+    if reference_date is None or isinstance(reference_date, dt.date):
+        return reference_date
+    try:
+        return dt.date.fromisoformat(str(reference_date).strip())
+    except ValueError as exc:
+        msg = (
+            f"reference date {reference_date!r} is not a date; expected "
+            "--reference-date YYYY-MM-DD (the date the log was collected)."
+        )
+        raise IngestError(path, msg) from exc
+
+
+def _need(path: str | Path, frame: pl.DataFrame, mask: pl.Series, what: str) -> None:
+    """Raise IngestError at the first line of ``mask`` (a setting is missing)."""
+    first = frame.filter(mask).row(0, named=True)
+    msg = f"the line's time {first['wall']!r} ({first['framing']} framing) {what}"
+    raise IngestError(path, msg, line_no=int(first["line_no"]))
+
+
+def wall_times(
+    frame: pl.DataFrame,
+    *,
+    tz: str | None,
+    reference_date: dt.date | None,
+    path: str | Path = "<lines>",
+) -> pl.DataFrame:
+    """Parse the ``wall`` text of classified lines into UTC instants.
+
+    Returns a frame (same rows) with ``wall_ts`` (UTC or null), ``bad_time``
+    (non-empty wall text that is no valid instant, e.g. Feb 29 of a common year)
+    and ``dst_flag``. Raises IngestError at the first line that needs ``tz`` or
+    ``reference_date`` when it is missing.
+    """
+    fr = frame.get_column("framing")
+    wall = frame.get_column("wall")
+    n = frame.height
+    ts = pl.Series("wall_ts", [None] * n, dtype=UTC)
+    dst = pl.Series("dst_flag", [None] * n, dtype=pl.String)
+    has = wall.is_not_null()
+    # ISO / RFC 3339 (offset or zone-less)
+    iso = (fr == "iso") & has
+    if iso.any():
+        sub = pl.DataFrame(
+            {"w": wall.zip_with(iso, pl.Series([None] * n, dtype=pl.String))}
+        )
+        utc, _bad, zoneless, flag = parse_iso(sub, "w", tz)
+        if tz is None and (zoneless & iso).any():
+            _need(
+                path,
+                frame,
+                zoneless & iso,
+                "has no UTC offset; pass the zone of the host that wrote it, "
+                "tz='Europe/Berlin' (--tz ZONE).",
+            )
+        ts = ts.zip_with(~iso, utc)
+        dst = dst.zip_with(~iso, flag)
+    naive_local = pl.Series("n", [None] * n, dtype=pl.Datetime("us"))
+    dmt = (fr == "dmesg_T") & has
+    if dmt.any():
+        if tz is None:
+            _need(
+                path,
+                frame,
+                dmt,
+                "is local time without a zone (dmesg -T); pass the zone of the "
+                "host that wrote it, tz='Europe/Berlin' (--tz ZONE).",
+            )
+        parsed = wall.str.replace_all(r"\s+", " ").str.to_datetime(
+            "%b %d %H:%M:%S %Y", time_unit="us", strict=False
+        )
+        naive_local = naive_local.zip_with(~dmt, parsed)
+    rfc = (fr == "rfc3164") & has
+    if rfc.any():
+        if reference_date is None:
+            _need(
+                path,
+                frame,
+                rfc,
+                "has no year (RFC 3164 syslog); pass the date the log was "
+                "collected, reference_date='YYYY-MM-DD' (--reference-date "
+                "YYYY-MM-DD).",
+            )
+        if tz is None:
+            _need(
+                path,
+                frame,
+                rfc,
+                "is local time without a zone (RFC 3164 syslog); pass the zone of "
+                "the host that wrote it, tz='Europe/Berlin' (--tz ZONE).",
+            )
+        assert reference_date is not None
+        naive_local = naive_local.zip_with(~rfc, _rfc3164(wall, reference_date))
+    local = dmt | rfc
+    if local.any():
+        assert tz is not None
+        out = pl.DataFrame({"n": naive_local}).select(*localize(pl.col("n"), tz))
+        ts = ts.zip_with(~local, out.to_series(0).cast(UTC))
+        dst = dst.zip_with(~local, out.to_series(1))
+    epoch = fr.is_in(_EPOCH_FRAMINGS) & has
+    if epoch.any():
+        secs = wall.cast(pl.Int64, strict=False)
+        from_epoch = (
+            (secs * 1_000_000).cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
+        )
+        ts = ts.zip_with(~epoch, from_epoch)
+    bad = has & ts.is_null() & ~(fr.is_in(["dmesg", "kmsg", "bare"]))
+    return pl.DataFrame({"wall_ts": ts, "bad_time": bad, "dst_flag": dst})
+
+
+def _rfc3164(wall: pl.Series, ref: dt.date) -> pl.Series:
+    """Year-less ``Mon dd hh:mm:ss`` to naive datetimes, the year from ``ref``.
+
+    A line dated more than one day after ``ref`` belongs to the year before.
+    """
+    limit = ref + dt.timedelta(days=1)
+    parts = wall.str.extract_groups(
+        r"^(?P<mon>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) (?P<hms>\d{2}:\d{2}:\d{2})$"
+    ).struct.unnest()
+    mon = parts["mon"].replace_strict(_MONTHS, default=None, return_dtype=pl.Int64)
+    day = parts["day"].cast(pl.Int64, strict=False)
+    key = mon * 100 + day
+    if limit.year > ref.year:
+        year = pl.Series([ref.year] * len(wall), dtype=pl.Int64)
+    else:
+        lim = limit.month * 100 + limit.day
+        year = (key > lim).cast(pl.Int64) * -1 + ref.year
+    text = pl.DataFrame({"y": year, "m": mon, "d": day, "h": parts["hms"]}).select(
+        pl.format(
+            "{}-{}-{} {}",
+            pl.col("y"),
+            pl.col("m").cast(pl.String).str.zfill(2),
+            pl.col("d").cast(pl.String).str.zfill(2),
+            pl.col("h"),
+        )
+    )
+    return text.to_series().str.to_datetime(
+        "%Y-%m-%d %H:%M:%S", time_unit="us", strict=False
+    )
+
+
+class BootTracker:
+    """Split kernel clocks into boots and collect one boot time per boot.
+
+    Carries its state across batches of one file: the last kernel clock and
+    boot number per host, and the first anchor (``boot = wall - mono``) of each
+    (host, boot).
+    """
+
+    def __init__(self) -> None:
+        self.last: dict[str, tuple[float, int]] = {}
+        self.anchors: dict[tuple[str, int], int] = {}  # (host, boot) -> boot epoch us
+
+    def segment(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """Return ``line_no, boot_no`` for the lines with a kernel clock.
+
+        ``frame`` needs ``line_no``, ``host``, ``mono_s`` and ``wall_ts``.
+        """
+        m = frame.filter(pl.col("mono_s").is_not_null()).select(
+            "line_no",
+            hkey=pl.col("host").fill_null(""),
+            mono=pl.col("mono_s"),
+            wall_ts=pl.col("wall_ts"),
+        )
+        if m.is_empty():
+            return pl.DataFrame(schema={"line_no": pl.Int64, "boot_no": pl.Int64})
+        carry = pl.DataFrame(
+            {
+                "hkey": list(self.last),
+                "c_mono": [v[0] for v in self.last.values()],
+                "c_seg": [v[1] for v in self.last.values()],
+            },
+            schema={"hkey": pl.String, "c_mono": pl.Float64, "c_seg": pl.Int64},
+        )
+        m = m.join(carry, on="hkey", how="left").sort("line_no")
+        prev = pl.coalesce(pl.col("mono").shift(1).over("hkey"), pl.col("c_mono"))
+        m = m.with_columns(
+            boot_no=pl.col("c_seg").fill_null(0)
+            + (pl.col("mono") < prev)
+            .fill_null(False)
+            .cast(pl.Int64)
+            .cum_sum()
+            .over("hkey")
+        )
+        last = m.group_by("hkey").agg(pl.col("mono").last(), pl.col("boot_no").last())
+        for hkey, mono, seg in last.iter_rows():
+            self.last[hkey] = (mono, seg)
+        anchors = (
+            m.filter(pl.col("wall_ts").is_not_null())
+            .group_by("hkey", "boot_no")
+            .agg(pl.col("wall_ts").first(), pl.col("mono").first())
+            .with_columns(
+                boot_us=pl.col("wall_ts").dt.epoch("us")
+                - (pl.col("mono") * 1e6).round().cast(pl.Int64)
+            )
+        )
+        for hkey, seg, boot in anchors.select("hkey", "boot_no", "boot_us").iter_rows():
+            self.anchors.setdefault((hkey, seg), boot)
+        return m.select("line_no", "boot_no")
+
+    def resolve(self, kept: pl.DataFrame) -> pl.DataFrame:
+        """Add ``ts`` and the ``no_wall_time``/``reboot`` flags to kept lines.
+
+        ``kept`` needs ``line_no, host, mono_s, wall_ts, boot_no, outcome,
+        flags``.
+        """
+        anchors = pl.DataFrame(
+            {
+                "hkey": [k[0] for k in self.anchors],
+                "boot_no": [k[1] for k in self.anchors],
+                "boot_us": list(self.anchors.values()),
+            },
+            schema={"hkey": pl.String, "boot_no": pl.Int64, "boot_us": pl.Int64},
+        )
+        out = kept.with_columns(hkey=pl.col("host").fill_null("")).join(
+            anchors, on=["hkey", "boot_no"], how="left", maintain_order="left"
+        )
+        from_boot = (
+            (pl.col("boot_us") + (pl.col("mono_s") * 1e6).round().cast(pl.Int64))
+            .cast(pl.Datetime("us"))
+            .dt.replace_time_zone("UTC")
+        )
+        is_event = pl.col("outcome") == "event"
+        first_event = pl.col("line_no") == pl.col("line_no").filter(
+            is_event
+        ).min().over("hkey", "boot_no")
+        out = out.with_columns(ts=pl.coalesce(pl.col("wall_ts"), from_boot))
+        out = out.with_columns(
+            flags=_add_flag(
+                _add_flag(pl.col("flags"), pl.col("ts").is_null(), "no_wall_time"),
+                is_event & (pl.col("boot_no") > 0) & first_event,
+                "reboot",
+            )
+        )
+        return out.drop("hkey", "boot_us")
+
+
+def _add_flag(flags: pl.Expr, cond: pl.Expr, name: str | pl.Expr) -> pl.Expr:
+    """Append a flag to a comma-separated flags column where ``cond`` holds."""
+    new = pl.when(cond.fill_null(False)).then(
+        name if isinstance(name, pl.Expr) else pl.lit(name)
+    )
+    joined = pl.concat_str([flags, new], separator=",", ignore_nulls=True)
+    return pl.when(joined == "").then(None).otherwise(joined)
+
+
+def resolve_times(
+    frame: pl.DataFrame,
+    *,
+    tz: str | None = None,
+    reference_date: str | dt.date | None = None,
+    path: str | Path = "<lines>",
+) -> pl.DataFrame:
+    """Give classified lines a UTC time, never guessing one.
+
+    Parameters
+    ----------
+    frame : pl.DataFrame
+        Output of :func:`relkit.ingest.kernel.classify_lines` for a whole log
+        (columns ``line_no, outcome, reason, framing, mono_s, wall, host,
+        flags``), in file order.
+    tz : str, optional
+        IANA zone of zone-less stamps (``dmesg -T``, RFC 3164, ISO without
+        offset). Required when such a line occurs.
+    reference_date : str or datetime.date, optional
+        The date the log was collected (``YYYY-MM-DD``); gives RFC 3164 lines
+        their year. Required when such a line occurs.
+    path : str or Path, default "<lines>"
+        Name used in error messages.
+
+    Returns
+    -------
+    pl.DataFrame
+        ``frame`` plus ``ts`` (UTC, null when the line has no wall time) and
+        ``boot_no`` (0, 1, ... per host; null without kernel clock). ``flags``
+        gains ``no_wall_time`` (an event without resolvable wall time),
+        ``reboot`` (the first event after the kernel clock fell back) and
+        ``dst_ambiguous``/``dst_nonexistent``. Lines whose wall text is no valid
+        date (Feb 29 of a common year) become ``rejected``.
+
+    Raises
+    ------
+    IngestError
+        At the first line that needs ``tz`` or ``reference_date`` when it is
+        missing (the message names the fix, ``--tz ZONE`` or
+        ``--reference-date YYYY-MM-DD``).
+
+    Notes
+    -----
+    A kernel clock (seconds since boot) is turned into a wall time only with a
+    boot time from the same log and boot: a line carrying both gives
+    :math:`t_{boot} = t_{wall} - t_{mono}`. A clock smaller than the previous
+    one of the same host starts a new boot; anchors do not cross boots. RFC 3164
+    lines dated more than one day after ``reference_date`` belong to the year
+    before, so Dec 31 -> Jan 1 works and Feb 29 is valid in leap years only.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from relkit.ingest.kernel import classify_lines
+    >>> lines = pl.Series(
+    ...     [
+    ...         "Mar  4 10:21:40 host-a kernel: [ 100.000000] NVRM: loading x",
+    ...         "[  160.500000] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off",
+    ...     ]
+    ... )
+    >>> c = classify_lines(lines).with_columns(host=pl.lit("host-a"))
+    >>> out = resolve_times(c, tz="UTC", reference_date="2025-03-05")
+    >>> out["ts"][1].isoformat()
+    '2025-03-04T10:22:40.500000+00:00'
+    >>> resolve_times(c, tz="UTC")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    relkit.errors.IngestError: <lines>:1: ...--reference-date YYYY-MM-DD).
+    """
+    ref = parse_reference_date(path, reference_date)
+    walls = wall_times(frame, tz=tz, reference_date=ref, path=path)
+    out = mark_bad_times(frame.with_columns(walls))
+    tracker = BootTracker()
+    segs = tracker.segment(out)
+    out = out.join(segs, on="line_no", how="left", maintain_order="left")
+    out = tracker.resolve(out)
+    out = out.with_columns(
+        flags=_add_flag(
+            pl.col("flags"), pl.col("dst_flag").is_not_null(), pl.col("dst_flag")
+        )
+    )
+    return out.drop("wall_ts", "bad_time", "dst_flag")
+
+
+def mark_bad_times(frame: pl.DataFrame) -> pl.DataFrame:
+    """Turn lines whose wall text is no valid instant into ``rejected``."""
+    bad = pl.col("bad_time")
+    reason = pl.format(
+        "time {} is not a valid date (Feb 29 outside a leap year, or day out of "
+        "range); the line was not read",
+        pl.col("wall"),
+    )
+    return frame.with_columns(
+        outcome=pl.when(bad).then(pl.lit("rejected")).otherwise(pl.col("outcome")),
+        reason=pl.when(bad).then(reason).otherwise(pl.col("reason")),
+    )
+
+
+def options_dict(
+    tz: str | None, ref: dt.date | None, host: str | None
+) -> dict[str, Any]:
+    """Options recorded with a kernel source."""
+    return {
+        "tz": tz,
+        "reference_date": None if ref is None else ref.isoformat(),
+        "host": host,
+    }

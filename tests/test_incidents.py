@@ -1,0 +1,679 @@
+"""Incident de-duplication (issue 3 §3): cases C03 and C05, and invariants.
+
+The event frames below mirror /work/shared/cases/C03-xid-storm-dedup.log and
+C05-roce-ib-link-flap.log line by line (line_no = the file's line number), as the
+kernel-log reader stores them; lines that are not events (GPU map, RPC history,
+rate-limit notice, cron) are absent, as they are from the store.
+"""
+
+import inspect
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from relkit.errors import InvalidParameterError, SchemaError
+from relkit.incidents import (
+    INCIDENT_SCHEMA,
+    build_incidents,
+    count_failures,
+    incidents_as_failures,
+    ungrouped_events,
+)
+from relkit.schema import POLARS_SCHEMAS
+from relkit.taxonomy import mode_for_xid, table5_shape
+
+CASES = Path("/work/shared/cases")
+EVENTS_SCHEMA = POLARS_SCHEMAS["events"]
+
+
+def _events(rows: list[dict]) -> pl.DataFrame:
+    """A store-shaped events frame from partial rows (missing columns null)."""
+    base = dict.fromkeys(EVENTS_SCHEMA.names())
+    full = [{**base, "source_id": 1, "count": 1, **r} for r in rows]
+    return pl.DataFrame(full, schema=EVENTS_SCHEMA, orient="row")
+
+
+def _t(day: int, month: int, h: int, m: int, s: float) -> datetime:
+    whole = int(s)
+    return datetime(2025, month, day, h, m, whole, round((s - whole) * 1e6), tzinfo=UTC)
+
+
+# -- C03 -------------------------------------------------------------------------
+C03_HOST = "gpu-node-01"
+
+
+def c03_events() -> pl.DataFrame:
+    """C03 as stored: 20 Xid lines plus the Xid-less 'fallen off the bus' line.
+
+    Times are the ``dmesg -T`` stamps read with ``--tz UTC``; the rate-limit line
+    (line 10) is not an event, the parser flags the next Xid (line 11).
+    """
+
+    def xid(line: int, hms: tuple[int, int, int], code: int, pci: str, **kw) -> dict:
+        return {
+            "line_no": line,
+            "ts": _t(23, 2, *hms),
+            "host": C03_HOST,
+            "device": pci,
+            "code": str(code),
+            "failure_mode": mode_for_xid(code),
+            **kw,
+        }
+
+    gsp, app = "0000:9b:00", "0000:61:00"
+    rows = [
+        xid(2, (16, 24, 18), 119, gsp),
+        xid(8, (16, 24, 24), 119, gsp),
+        xid(9, (16, 24, 30), 119, gsp),
+        xid(11, (16, 27, 12), 119, gsp, flags="rate_limited"),
+        xid(12, (16, 30, 13), 119, gsp),
+        xid(13, (18, 35, 31), 13, app),
+        *(xid(line, (18, 35, 32), 45, app) for line in range(14, 26)),
+        xid(26, (19, 2, 11), 79, app),
+        {
+            "line_no": 27,
+            "ts": _t(23, 2, 19, 2, 11),
+            "host": C03_HOST,
+            "device": app,
+            "failure_mode": "gpu/fallen_off_bus",
+        },
+        xid(28, (19, 2, 14), 79, app),
+    ]
+    return _events(rows)
+
+
+def test_ref_c03_frame_mirrors_the_log() -> None:
+    """C03 README: 20 raw Xid lines (the 'fallen off the bus' line has no Xid)."""
+    ev = c03_events()
+    assert ev["code"].is_not_null().sum() == 20
+    assert ev.height == 21
+
+
+@pytest.mark.parametrize("window_min", [4.0, 10.0, 60.0])
+def test_ref_c03_xid_storm_three_incidents(window_min: float) -> None:
+    """C03 (cases/README.md): 20 Xid lines -> 3 incidents for any window 4-60 min.
+
+    GSP timeout on 9b 16:24:18-16:30:13 (5 lines, rate-limited: lower bound,
+    hardware); Xid 13 on 61 at 18:35:31 with the 12 Xid 45 folded in (user, not a
+    failure); off-bus on 61 at 19:02:11 with the second Xid 79 and the
+    'fallen off the bus' line (3 lines, hardware).
+    """
+    inc = build_incidents(c03_events(), window_min=window_min)
+    assert inc.schema == INCIDENT_SCHEMA
+    assert inc.height == 3
+    by_mode = {r["failure_mode"]: r for r in inc.iter_rows(named=True)}
+    assert set(by_mode) == {
+        "gpu/gsp_firmware",
+        "gpu/application_error",
+        "gpu/fallen_off_bus",
+    }
+
+    gsp = by_mode["gpu/gsp_firmware"]
+    assert gsp["device"] == "0000:9b:00"
+    assert gsp["start_ts"] == _t(23, 2, 16, 24, 18)
+    assert gsp["end_ts"] == _t(23, 2, 16, 30, 13)
+    assert gsp["n_events"] == 5
+    assert gsp["lower_bound_count"] is True
+    assert gsp["category"] == "hardware"
+    assert gsp["counts_as_failure"] is True
+    assert gsp["root_code"] == "119"
+
+    app = by_mode["gpu/application_error"]
+    assert app["device"] == "0000:61:00"
+    assert app["start_ts"] == _t(23, 2, 18, 35, 31)
+    assert app["root_code"] == "13"
+    assert app["n_sympathetic"] == 12
+    assert app["n_events"] == 13
+    assert app["category"] == "user"
+    assert app["counts_as_failure"] is False
+    assert app["lower_bound_count"] is False
+
+    bus = by_mode["gpu/fallen_off_bus"]
+    assert bus["device"] == "0000:61:00"
+    assert bus["start_ts"] == _t(23, 2, 19, 2, 11)
+    assert bus["end_ts"] == _t(23, 2, 19, 2, 14)
+    assert bus["n_events"] == 3
+    assert bus["root_code"] == "79"
+    assert bus["n_sympathetic"] == 0
+    assert bus["category"] == "hardware"
+
+    assert inc["is_open"].any() is False
+    assert inc["down_s"].null_count() == 3
+    assert inc["n_events"].sum() == 21
+
+
+def test_ref_c03_mtbf_counts_two_failures() -> None:
+    """C03: MTBF for hardware/infra modes uses 2 failures, not 20 lines."""
+    inc = build_incidents(c03_events())
+    total = count_failures(inc, by=())
+    assert total["n_failures"].item() == 2
+    assert total["n_events"].item() == 8
+    assert total["n_lower_bound"].item() == 1
+    per_mode = count_failures(inc)
+    assert per_mode.rows() == [
+        ("gpu/fallen_off_bus", 1, 3, 0),
+        ("gpu/gsp_firmware", 1, 5, 1),
+    ]
+    failures = incidents_as_failures(inc)
+    assert failures.height == 2
+    assert failures["ts"].to_list() == [
+        _t(23, 2, 16, 24, 18),
+        _t(23, 2, 19, 2, 11),
+    ]
+    assert failures["code"].to_list() == ["119", "79"]
+    assert failures["repair_s"].null_count() == 2  # logs do not show GPU repairs
+    shape = table5_shape(inc)
+    counts = dict(zip(shape["component"], shape["n_interruptions"], strict=True))
+    assert counts["Faulty GPU"] == 1
+    assert counts["GPU System Processor"] == 1
+    assert shape["n_interruptions"].sum() == 2
+
+
+def test_ref_c03_solo_xid45_is_its_own_info_incident() -> None:
+    """C03 sources (Xid catalogue): 'Solo: RESTART_FM'; a lone Xid 45 burst is one
+    info incident, not 12 and not a failure."""
+    ev = c03_events().filter(pl.col("code") == "45")
+    inc = build_incidents(ev)
+    assert inc.height == 1
+    row = inc.row(0, named=True)
+    assert row["failure_mode"] == "gpu/sympathetic"
+    assert row["category"] == "info"
+    assert row["n_events"] == 12
+    assert row["n_sympathetic"] == 12
+    assert row["counts_as_failure"] is False
+
+
+def test_sympathetic_never_folds_across_devices() -> None:
+    """Xid 45 on another GPU of the host within seconds stays separate."""
+    ev = c03_events().with_columns(
+        device=pl.when(pl.col("code") == "45")
+        .then(pl.lit("0000:9b:00"))
+        .otherwise(pl.col("device"))
+    )
+    inc = build_incidents(ev, window_min=10.0)
+    app = inc.filter(pl.col("failure_mode") == "gpu/application_error")
+    assert app["n_sympathetic"].item() == 0
+    symp = inc.filter(pl.col("failure_mode") == "gpu/sympathetic")
+    assert symp["n_events"].item() == 12
+    assert symp["device"].item() == "0000:9b:00"
+
+
+def test_sympathetic_folds_into_earlier_incident_that_still_covers_it() -> None:
+    """An Xid 45 inside a long GSP storm folds into it, even when a shorter
+    incident of another mode started later and ended before the Xid 45."""
+    d = "0000:aa:00"
+    t0 = datetime(2025, 1, 1, 10, tzinfo=UTC)
+    rows = [
+        {"line_no": i, "ts": t0 + timedelta(minutes=m), "host": "h", "device": d}
+        | {"code": c, "failure_mode": mode_for_xid(int(c))}
+        for i, (m, c) in enumerate(
+            [(0, "119"), (8, "119"), (16, "119"), (24, "119"), (5, "46"), (20, "45")]
+        )
+    ]
+    inc = build_incidents(_events(rows), window_min=10.0)
+    gsp = inc.filter(pl.col("failure_mode") == "gpu/gsp_firmware")
+    assert gsp["n_sympathetic"].item() == 1
+    assert gsp["n_events"].item() == 5
+    assert inc.filter(pl.col("failure_mode") == "gpu/hang")["n_events"].item() == 1
+
+
+# -- C05 -------------------------------------------------------------------------
+PORT_A = "0000:5c:00 enp92s0np0"
+PORT_1D = "0000:1d:00 enp29s0np0"
+C05_END = _t(2, 5, 12, 0, 0)
+
+
+def c05_events() -> pl.DataFrame:
+    """C05 as stored: 17 events (the cron line 18 is not one); line 3 duplicates
+    line 2 and carries the duplicate_line flag."""
+
+    def link(line: int, host: str, port: str, hms: tuple, *, up: bool, **kw) -> dict:
+        return {
+            "line_no": line,
+            "ts": _t(2, 5, *hms),
+            "host": host,
+            "device": port,
+            "failure_mode": "network/link_up" if up else "network/link_down",
+            **kw,
+        }
+
+    flaps = [
+        (4, (8, 0, 4.9), True),
+        (5, (8, 0, 9.2), False),
+        (6, (8, 0, 12.0), True),
+        (7, (8, 0, 20.5), False),
+        (8, (8, 0, 23.3), True),
+        (9, (8, 0, 31.0), False),
+        (10, (8, 0, 33.8), True),
+        (11, (8, 0, 38.4), False),
+        (12, (8, 0, 41.6), True),
+        (13, (8, 0, 44.0), False),
+        (14, (8, 0, 47.5), True),
+    ]
+    rows = [
+        {
+            "line_no": 1,
+            "ts": _t(2, 5, 7, 59, 58.41),
+            "host": "host-a",
+            "device": "0000:5c:00",
+            "failure_mode": "network/cable_module",
+            "severity": "error",
+        },
+        link(2, "host-a", PORT_A, (8, 0, 1.1), up=False),
+        link(3, "host-a", PORT_A, (8, 0, 1.1), up=False, flags="duplicate_line"),
+        *(link(n, "host-a", PORT_A, hms, up=up) for n, hms, up in flaps),
+        link(15, "host-c", PORT_1D, (9, 0, 0), up=True),
+        {
+            "line_no": 16,
+            "ts": _t(2, 5, 9, 0, 2),
+            "host": "host-c",
+            "device": "0000:5c:00",
+            "failure_mode": "network/pcie_power",
+            "severity": "warning",
+        },
+        link(17, "host-b", PORT_1D, (11, 30, 0), up=False),
+    ]
+    return _events(rows)
+
+
+def test_ref_c05_two_link_incidents() -> None:
+    """C05 (cases/README.md), debounce 5 min: host-a port 08:00:01.1-08:00:47.5 with
+    6 down transitions (the duplicate is not a 7th) and 18.9 s down; host-b port
+    open, down >= 1800 s at the end of the observation (12:00:00)."""
+    inc = build_incidents(c05_events(), flap_debounce_min=5.0, end_of_log=C05_END)
+    links = inc.filter(pl.col("failure_mode") == "network/link_down")
+    assert links.height == 2
+
+    a = links.filter(pl.col("host") == "host-a").row(0, named=True)
+    assert a["device"] == PORT_A
+    assert a["start_ts"] == _t(2, 5, 8, 0, 1.1)
+    assert a["end_ts"] == _t(2, 5, 8, 0, 47.5)
+    assert a["n_down_transitions"] == 6
+    assert a["n_events"] == 13  # 7 down lines (one duplicate) + 6 up lines
+    assert a["down_s"] == pytest.approx(18.9, abs=1e-6)
+    assert a["is_open"] is False
+    assert a["category"] == "network"
+    assert a["counts_as_failure"] is True
+
+    b = links.filter(pl.col("host") == "host-b").row(0, named=True)
+    assert b["device"] == PORT_1D
+    assert b["is_open"] is True
+    assert b["end_ts"] is None
+    assert b["start_ts"] == _t(2, 5, 11, 30, 0)
+    assert b["down_s"] == pytest.approx(1800.0)
+    assert b["n_down_transitions"] == 1
+    assert b["counts_as_failure"] is True
+
+
+def test_ref_c05_boot_link_up_and_warnings_are_not_failures() -> None:
+    """C05: host-c's boot 'Link up' is no recovery of host-b's port (key is host +
+    PCI + netdev) and no incident; the PCIe power line and the cable event are
+    not link failures; MTBF for link_down counts 2 incidents, not 8 lines."""
+    ev = c05_events()
+    inc = build_incidents(ev, end_of_log=C05_END)
+    assert inc.filter(pl.col("host") == "host-c")["failure_mode"].to_list() == [
+        "network/pcie_power"
+    ]
+    warn = inc.filter(pl.col("failure_mode") == "network/pcie_power").row(0, named=True)
+    assert warn["counts_as_failure"] is False
+    assert warn["category"] == "info"
+    cable = inc.filter(pl.col("failure_mode") == "network/cable_module")
+    assert cable["counts_as_failure"].to_list() == [False]
+    assert inc.filter(pl.col("failure_mode") == "network/link_up").height == 0
+
+    orphans = ungrouped_events(ev)
+    assert orphans.select("host", "line_no", "reason").rows() == [
+        ("host-c", 15, "link_up_without_down")
+    ]
+    assert ev.filter(pl.col("failure_mode") == "network/link_down").height == 8
+    counts = count_failures(inc)
+    assert counts.rows() == [("network/link_down", 2, 14, 0)]
+    assert inc["n_events"].sum() + orphans.height == ev.height
+
+
+def test_ref_c05_incidents_as_failures_repair_time() -> None:
+    """C05: the closed flap incident is repaired after 18.9 s down; the open one's
+    repair is unknown (null), not 0 and not its 1800 s lower bound."""
+    inc = build_incidents(c05_events(), end_of_log=C05_END)
+    failures = incidents_as_failures(inc)
+    assert failures.columns == [
+        "ts",
+        "host",
+        "device",
+        "system",
+        "failure_mode",
+        "code",
+        "severity",
+        "repair_s",
+        "repaired_ts",
+        "source_id",
+        "line_no",
+    ]
+    assert failures["host"].to_list() == ["host-a", "host-b"]
+    assert failures["repair_s"][0] == pytest.approx(18.9)
+    assert failures["repaired_ts"][0] == _t(2, 5, 8, 0, 47.5)
+    assert failures["repair_s"][1] is None
+    assert failures["line_no"].to_list() == [2, 17]
+
+
+def test_ref_c05_mtbf_by_counts_two_link_failures() -> None:
+    """C05: MTBF for the link mode counts 2 incidents, not the 8 'Link down' lines;
+    incidents_as_failures feeds relkit.fleet.mtbf_by unchanged."""
+    from relkit.fleet import mtbf_by
+
+    failures = incidents_as_failures(build_incidents(c05_events(), end_of_log=C05_END))
+    start = datetime(2025, 5, 2, 7, tzinfo=UTC)
+    assets = pl.DataFrame(
+        [
+            dict.fromkeys(POLARS_SCHEMAS["assets"].names())
+            | {"source_id": 9, "line_no": i, "host": host, "in_service_ts": start}
+            for i, host in enumerate(["host-a", "host-b", "host-c"], start=1)
+        ],
+        schema=POLARS_SCHEMAS["assets"],
+        orient="row",
+    )
+    result = mtbf_by(failures, assets, by=["failure_mode"], window_end=C05_END)
+    assert result.select("failure_mode", "n_failures").rows() == [
+        ("network/link_down", 2)
+    ]
+    assert result["mttr_h"].item() == pytest.approx(18.9 / 3600)
+
+
+def test_c05_default_end_of_log_is_the_last_event() -> None:
+    """Without end_of_log the observation ends at the last event (11:30:00, the
+    cron line is no event): host-b is still open, censored at 0 s down."""
+    inc = build_incidents(c05_events())
+    b = inc.filter(pl.col("host") == "host-b").row(0, named=True)
+    assert b["is_open"] is True
+    assert b["down_s"] == 0.0
+
+
+def test_flap_debounce_splits_incidents() -> None:
+    """A down more than the debounce after the last recovery is a new incident;
+    within it, the same one (gpud's flap windows, C05 sources)."""
+    t0 = datetime(2025, 5, 2, 8, tzinfo=UTC)
+    seq = [(0, False), (10, True), (200, False), (210, True), (900, False)]
+    rows = [
+        {
+            "line_no": i,
+            "ts": t0 + timedelta(seconds=s),
+            "host": "h",
+            "device": PORT_A,
+            "failure_mode": "network/link_up" if up else "network/link_down",
+        }
+        for i, (s, up) in enumerate(seq)
+    ]
+    end = t0 + timedelta(seconds=1000)
+    inc = build_incidents(_events(rows), flap_debounce_min=5.0, end_of_log=end)
+    assert inc["n_down_transitions"].to_list() == [2, 1]
+    assert inc["down_s"].to_list() == pytest.approx([20.0, 100.0])
+    assert inc["is_open"].to_list() == [False, True]
+    one = build_incidents(_events(rows), flap_debounce_min=20.0, end_of_log=end)
+    assert one.height == 1
+    assert one["n_down_transitions"].item() == 3
+    assert one["down_s"].item() == pytest.approx(120.0)
+
+
+def test_repeated_down_without_up_is_not_a_new_transition() -> None:
+    """A second 'Link down' while down (a later time) is no transition."""
+    t0 = datetime(2025, 5, 2, 8, tzinfo=UTC)
+    rows = [
+        {
+            "line_no": i,
+            "ts": t0 + timedelta(seconds=s),
+            "host": "h",
+            "device": PORT_A,
+            "failure_mode": mode,
+        }
+        for i, (s, mode) in enumerate(
+            [
+                (0, "network/link_down"),
+                (30, "network/link_down"),
+                (60, "network/link_up"),
+                (90, "network/link_up"),
+            ]
+        )
+    ]
+    inc = build_incidents(_events(rows))
+    assert inc.height == 1
+    assert inc["n_down_transitions"].item() == 1
+    assert inc["down_s"].item() == pytest.approx(60.0)
+    assert inc["end_ts"].item() == t0 + timedelta(seconds=60)
+    assert ungrouped_events(_events(rows))["line_no"].to_list() == [3]
+
+
+# -- no wall time, rules of the taxonomy, errors ----------------------------------
+def test_null_ts_events_are_accounted_for() -> None:
+    """Issue 3 §1 / C01: events without wall time are kept, never guessed or
+    dropped silently: not grouped, listed by ungrouped_events."""
+    ev = pl.concat(
+        [
+            c03_events(),
+            _events(
+                [
+                    {
+                        "line_no": 40,
+                        "ts": None,
+                        "host": C03_HOST,
+                        "device": "0000:3b:00",
+                        "code": "79",
+                        "failure_mode": "gpu/fallen_off_bus",
+                        "flags": "no_wall_time",
+                        "mono_s": 1843.308145,
+                    }
+                ]
+            ),
+        ]
+    )
+    inc = build_incidents(ev)
+    assert inc.height == 3
+    assert "0000:3b:00" not in inc["device"].to_list()
+    missing = ungrouped_events(ev)
+    assert missing.columns == [*ev.columns, "reason"]
+    assert missing.select("line_no", "reason").rows() == [(40, "no_wall_time")]
+    assert inc["n_events"].sum() + missing.height == ev.height
+
+
+def test_sxid_counts_only_when_fatal() -> None:
+    """Contract: nvswitch/sxid counts as a failure only with severity fatal."""
+    t0 = datetime(2025, 3, 1, tzinfo=UTC)
+    rows = [
+        {
+            "line_no": i,
+            "ts": t0 + timedelta(hours=i),
+            "host": "h",
+            "device": "nvswitch2",
+            "code": "sxid:20009",
+            "failure_mode": "nvswitch/sxid",
+            "severity": sev,
+        }
+        for i, sev in enumerate(["Non-fatal", "Fatal"])
+    ]
+    inc = build_incidents(_events(rows))
+    assert inc["counts_as_failure"].to_list() == [False, True]
+    assert inc["severity"].to_list() == ["Non-fatal", "Fatal"]
+
+
+def test_modes_outside_taxonomy_are_grouped_and_counted() -> None:
+    """A mode the taxonomy does not name (e.g. LANL's) is kept: category unknown."""
+    t0 = datetime(2025, 3, 1, tzinfo=UTC)
+    rows = [
+        {"line_no": i, "ts": t0 + timedelta(minutes=i), "host": "n", "code": None}
+        | {"failure_mode": "hardware/memory", "system": "20"}
+        for i in range(3)
+    ]
+    inc = build_incidents(_events(rows))
+    assert inc.select("category", "counts_as_failure", "n_events", "system").rows() == [
+        ("unknown", True, 3, "20")
+    ]
+
+
+def test_empty_and_all_null_ts() -> None:
+    empty = _events([])
+    assert build_incidents(empty).schema == INCIDENT_SCHEMA
+    assert build_incidents(empty).height == 0
+    only_null = _events([{"line_no": 1, "host": "h", "failure_mode": "gpu/hang"}])
+    assert build_incidents(only_null).height == 0
+    assert ungrouped_events(only_null)["reason"].to_list() == ["no_wall_time"]
+    assert count_failures(build_incidents(empty), by=()).rows() == [(0, 0, 0)]
+
+
+def test_errors_name_the_problem() -> None:
+    ev = c03_events()
+    with pytest.raises(SchemaError, match="flags"):
+        build_incidents(ev.drop("flags"))
+    with pytest.raises(SchemaError, match="UTC"):
+        build_incidents(ev.with_columns(pl.col("ts").dt.replace_time_zone(None)))
+    with pytest.raises(InvalidParameterError, match="window_min"):
+        build_incidents(ev, window_min=-1)
+    with pytest.raises(InvalidParameterError, match="flap_debounce_min"):
+        build_incidents(ev, flap_debounce_min=float("nan"))
+    with pytest.raises(InvalidParameterError, match="time zone"):
+        build_incidents(ev, end_of_log=datetime(2025, 2, 24))
+    with pytest.raises(InvalidParameterError, match="before the last event"):
+        build_incidents(ev, end_of_log=_t(23, 2, 12, 0, 0))
+    with pytest.raises(SchemaError, match="lower_bound_count"):
+        count_failures(pl.DataFrame({"failure_mode": ["x"], "counts_as_failure": [1]}))
+
+
+# -- properties -----------------------------------------------------------------
+_MODES = [
+    "gpu/hang",
+    "gpu/application_error",
+    "gpu/sympathetic",
+    "gpu/fallen_off_bus",
+    "network/link_down",
+    "network/link_up",
+    "host/memory_ce",
+]
+_T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+@st.composite
+def event_frames(draw: st.DrawFn) -> pl.DataFrame:
+    n = draw(st.integers(0, 40))
+    rows = []
+    for i in range(n):
+        has_ts = draw(st.booleans()) or draw(st.booleans())
+        rows.append(
+            {
+                "line_no": i + 1,
+                "ts": _T0 + timedelta(seconds=draw(st.integers(0, 7200)))
+                if has_ts
+                else None,
+                "host": draw(st.sampled_from(["a", "b"])),
+                "device": draw(st.sampled_from(["d0", "d1", None])),
+                "code": draw(st.sampled_from(["45", "13", None])),
+                "failure_mode": draw(st.sampled_from(_MODES)),
+                "flags": draw(
+                    st.sampled_from([None, "rate_limited", "duplicate_line"])
+                ),
+            }
+        )
+    return _events(rows)
+
+
+_PROP = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@_PROP
+@given(ev=event_frames(), window=st.floats(0, 90), debounce=st.floats(0, 30))
+def test_prop_every_event_in_one_incident_or_listed(
+    ev: pl.DataFrame, window: float, debounce: float
+) -> None:
+    """Σ n_events over incidents == events grouped; the rest are listed."""
+    inc = build_incidents(ev, window_min=window, flap_debounce_min=debounce)
+    missing = ungrouped_events(ev, flap_debounce_min=debounce)
+    assert inc["n_events"].sum() + missing.height == ev.height
+    assert missing.filter(pl.col("reason") == "no_wall_time").height == (
+        ev["ts"].null_count()
+    )
+    assert (inc["n_events"] >= 1).all()
+    assert (inc["n_sympathetic"] <= inc["n_events"]).all()
+    assert inc.filter(pl.col("is_open") & pl.col("end_ts").is_not_null()).height == 0
+    assert (inc["down_s"].drop_nulls() >= 0).all()
+
+
+@_PROP
+@given(ev=event_frames(), window=st.floats(0, 90))
+def test_prop_incidents_of_one_key_never_overlap(
+    ev: pl.DataFrame, window: float
+) -> None:
+    """Per (host, device, failure_mode), each incident ends before the next starts."""
+    inc = build_incidents(ev, window_min=window)
+    far = datetime(2100, 1, 1, tzinfo=UTC)
+    checked = (
+        inc.with_columns(_end=pl.col("end_ts").fill_null(far))
+        .sort("host", "device", "failure_mode", "start_ts", nulls_last=True)
+        .with_columns(
+            _next=pl.col("start_ts").shift(-1).over("host", "device", "failure_mode")
+        )
+    )
+    assert (checked["start_ts"] <= checked["_end"]).all()
+    overlapping = checked.filter(pl.col("_next") <= pl.col("_end"))
+    assert overlapping.height == 0, overlapping
+
+
+@_PROP
+@given(ev=event_frames(), w1=st.floats(0, 60), extra=st.floats(0, 60))
+def test_prop_larger_window_never_more_incidents(
+    ev: pl.DataFrame, w1: float, extra: float
+) -> None:
+    """Widening the gap window can merge incidents, never split them."""
+    small = build_incidents(ev, window_min=w1).height
+    large = build_incidents(ev, window_min=w1 + extra).height
+    assert large <= small
+
+
+# -- end to end with the kernel-log reader, once it exists -------------------------
+@pytest.mark.parametrize(
+    ("case", "n_incidents"),
+    [("C03-xid-storm-dedup.log", 3), ("C05-roce-ib-link-flap.log", None)],
+)
+def test_ref_end_to_end_with_kernel_reader(
+    tmp_path: Path, case: str, n_incidents: int | None
+) -> None:
+    """C03/C05 read by relkit.ingest.kernel.read_kernel, then de-duplicated."""
+    kernel = pytest.importorskip("relkit.ingest.kernel")
+    read_kernel = getattr(kernel, "read_kernel", None)
+    if read_kernel is None:
+        pytest.skip("relkit.ingest.kernel has no read_kernel yet")
+    path = CASES / case
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    from relkit.store import Store
+
+    params = inspect.signature(read_kernel).parameters
+    kwargs: dict[str, str] = {}
+    if "tz" in params:
+        kwargs["tz"] = "UTC"
+    if "host" in params and case.startswith("C03"):  # dmesg -T lines name no host
+        kwargs["host"] = C03_HOST
+    with Store(tmp_path / "k.duckdb") as store:
+        read_kernel(store, path, **kwargs)
+        events = store.table("events")
+    if case.startswith("C03"):
+        inc = build_incidents(events, window_min=10.0)
+        assert inc.height == n_incidents
+        assert sorted(inc["failure_mode"]) == [
+            "gpu/application_error",
+            "gpu/fallen_off_bus",
+            "gpu/gsp_firmware",
+        ]
+        assert count_failures(inc, by=())["n_failures"].item() == 2
+        gsp = inc.filter(pl.col("failure_mode") == "gpu/gsp_firmware")
+        assert gsp["n_events"].item() == 5
+    else:
+        end = datetime(2025, 5, 2, 12, tzinfo=UTC)
+        inc = build_incidents(events, end_of_log=end)
+        links = inc.filter(pl.col("failure_mode") == "network/link_down").sort("host")
+        assert links.height == 2
+        assert links["n_down_transitions"].to_list() == [6, 1]
+        assert links["down_s"][0] == pytest.approx(18.9, abs=1e-6)
+        assert links["is_open"].to_list() == [False, True]

@@ -1,0 +1,387 @@
+"""Kernel/syslog ingest: the C01, C03, C05 expectations, gpud fixtures, times, safety.
+
+Case expectations are from /work/shared/cases/README.md (C01, C03, C05); the
+inputs are read from /work/shared/cases and skipped when absent. The gpud
+fixtures are the Apache-2.0 copies in datasets/gpud (see its NOTICE).
+"""
+
+import datetime as dt
+import gzip
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from relkit.errors import IngestError
+from relkit.ingest.kernel import classify_lines, read_kernel, resolve_times
+from relkit.store import Store
+
+CASES = Path("/work/shared/cases")
+DATA = Path(__file__).parent / "data"
+GPUD = Path(__file__).parents[1] / "datasets" / "gpud"
+C01 = CASES / "C01-xid-line-variants.log"
+C03 = CASES / "C03-xid-storm-dedup.log"
+C05 = CASES / "C05-roce-ib-link-flap.log"
+UTC = dt.UTC
+
+needs_cases = pytest.mark.skipif(not CASES.exists(), reason="shared cases absent")
+
+
+def _lines(path: Path) -> pl.Series:
+    return pl.Series(path.read_text().splitlines())
+
+
+def _events(path: Path, **kw: object) -> pl.DataFrame:
+    with Store(":memory:") as store:
+        read_kernel(store, path, **kw)
+        return store.table("events").sort("line_no")
+
+
+# -- C01 ----------------------------------------------------------------------------
+@needs_cases
+def test_ref_c01_ten_xid_events_in_order() -> None:
+    """C01: exactly 10 GPU Xid events, in order 79,13,43,119,94,48,31,149,154,46."""
+    out = classify_lines(_lines(C01))
+    xid = out.filter(pl.col("failure_mode").str.starts_with("gpu/"))
+    assert xid["code"].to_list() == [
+        "79", "13", "43", "119", "94", "48", "31", "149", "154", "46",
+    ]  # fmt: skip
+    assert xid["device"].to_list() == [
+        "0000:3b:00", "0000:5d:00", "0000:5d:00", "0000:9b:00", "0000:b5:00",
+        "0000:17:00", "0000:af:00", "0018:01:00", "0018:01:00", "0000:3f:00",
+    ]  # fmt: skip
+
+
+@needs_cases
+def test_ref_c01_pid_name_null_when_absent_or_unknown() -> None:
+    """C01: pid and name are NULL when absent or <unknown> (line 3 quotes it)."""
+    out = classify_lines(_lines(C01)).filter(pl.col("outcome") == "event")
+    row = {r["line_no"]: r for r in out.iter_rows(named=True)}
+    assert row[3]["pid"] is None
+    assert row[3]["name"] is None
+    assert row[11]["pid"] is None
+    assert row[11]["name"] is None
+    assert (row[2]["pid"], row[2]["name"]) == (21877, None)
+    assert (row[4]["pid"], row[4]["name"]) == (33120, "python3")
+
+
+@needs_cases
+def test_ref_c01_uuid_map_line_gives_uuid_and_is_no_event() -> None:
+    """C01: the first event gets GPU-…03b from the map line, which is not an event."""
+    out = classify_lines(_lines(C01))
+    assert out.row(0, named=True)["outcome"] == "ignored"
+    assert out.row(0, named=True)["reason"] == "gpu_uuid_map"
+    assert out.row(1, named=True)["uuid"] == "GPU-00000000-0000-0000-0000-00000000003b"
+
+
+@needs_cases
+def test_ref_c01_xid149_subcode_severity_link() -> None:
+    """C01: Xid 149 keeps NETIR_LINK_EVT, severity Fatal and link 7."""
+    row = classify_lines(_lines(C01)).filter(pl.col("code") == "149").row(0, named=True)
+    assert row["severity"] == "Fatal"
+    assert row["detail"].startswith("NETIR_LINK_EVT Fatal")
+    assert "Link 07" in row["detail"]
+
+
+@needs_cases
+def test_ref_c01_abc_rejected_sxid_not_xid_driver_line_ignored() -> None:
+    """C01: `abc` rejected at line 13; SXid is nvswitch, never Xid 20009; no time from
+    the driver-load message."""
+    out = classify_lines(_lines(C01))
+    row = {r["line_no"]: r for r in out.iter_rows(named=True)}
+    assert row[13]["outcome"] == "rejected"
+    assert "numeric code" in row[13]["reason"]
+    assert (row[14]["failure_mode"], row[14]["code"]) == ("nvswitch/sxid", "sxid:20009")
+    assert (
+        "20009"
+        not in out.filter(pl.col("failure_mode").str.starts_with("gpu/"))[
+            "code"
+        ].to_list()
+    )
+    assert row[12]["outcome"] == "ignored"
+    assert row[12]["wall"] is None
+    assert row[12]["reason"] == "driver_load"
+
+
+@needs_cases
+def test_ref_c01_times() -> None:
+    """C01: line 5 10:22:05Z; line 6 09:22:31.184022Z; line 7 kmsg 7421.193311 s
+    after boot; lines 2, 8–11 monotonic only (flagged no_wall_time)."""
+    ev = _events(C01, tz="UTC", reference_date="2025-03-05", host="gpu-node")
+    row = {r["line_no"]: r for r in ev.iter_rows(named=True)}
+    assert row[5]["ts"] == dt.datetime(2025, 3, 4, 10, 22, 5, tzinfo=UTC)
+    assert row[6]["ts"] == dt.datetime(2025, 3, 4, 9, 22, 31, 184022, tzinfo=UTC)
+    assert row[7]["mono_s"] == pytest.approx(7421.193311)
+    assert row[2]["mono_s"] == pytest.approx(1843.308145)
+    for n in (2, 7, 8, 9, 10, 11):
+        assert row[n]["ts"] is None
+        assert "no_wall_time" in row[n]["flags"]
+    # lines 3 and 4: local times resolved only with the configured zone and year
+    assert row[3]["ts"] == dt.datetime(2025, 3, 4, 10, 15, 2, tzinfo=UTC)
+    assert row[4]["ts"] == dt.datetime(2025, 3, 4, 10, 21, 40, tzinfo=UTC)
+    ev_b = _events(C01, tz="Europe/Berlin", reference_date="2025-03-05", host="g")
+    assert ev_b.filter(line_no=3)["ts"].item() == dt.datetime(
+        2025, 3, 4, 9, 15, 2, tzinfo=UTC
+    )
+
+
+@needs_cases
+def test_ref_c01_missing_tz_and_reference_date_messages() -> None:
+    """C01: zone-less lines 3/4 need --tz and --reference-date; the error names the
+    file, the first line that needs it, and the fix."""
+    with Store(":memory:") as store, pytest.raises(IngestError) as err:
+        read_kernel(store, C01, host="g", reference_date="2025-03-05")
+    assert err.value.line_no == 3
+    assert "--tz ZONE" in str(err.value)
+    assert str(C01) in str(err.value)
+    with Store(":memory:") as store, pytest.raises(IngestError) as err:
+        read_kernel(store, C01, host="g", tz="UTC")
+    assert err.value.line_no == 4
+    assert "--reference-date YYYY-MM-DD" in str(err.value)
+
+
+@needs_cases
+def test_ref_c01_accounting() -> None:
+    """C01: 14 lines = 11 events (10 Xid + SXid) + 2 ignored + 1 rejected."""
+    with Store(":memory:") as store:
+        [r] = read_kernel(store, C01, tz="UTC", reference_date="2025-03-05", host="g")
+        rej = store.table("rejects")
+    assert (r.n_lines, r.n_loaded, r.n_ignored, r.n_rejected) == (14, 11, 2, 1)
+    assert rej["line_no"].to_list() == [13]
+    assert rej["raw"].item().endswith("abc, pid=2280636")
+
+
+def test_recover_dmesg_without_host_asks_for_host(tmp_path: Path) -> None:
+    """Issue 3 §1: a dmesg file has no host; the error asks for --host."""
+    f = tmp_path / "dmesg.log"
+    f.write_text("[ 1.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, off the bus\n")
+    with Store(":memory:") as store, pytest.raises(IngestError, match="--host NAME"):
+        read_kernel(store, f)
+
+
+# -- C03 ----------------------------------------------------------------------------
+@needs_cases
+def test_ref_c03_storm_lines_modes_and_flags() -> None:
+    """C03: 20 raw Xid lines (5×119 on 9b, 13, 12×45, 2×79) plus the no-Xid
+    "fallen off the bus" on 61; RPC-history and rate-limit lines are not events;
+    the 119s carry rate_limited."""
+    ev = _events(C03, tz="UTC", host="node-c03")
+    xid = ev.filter(pl.col("code").is_not_null())
+    assert xid.height == 20
+    counts = dict(xid.group_by("code").len().iter_rows())
+    assert counts == {"119": 5, "13": 1, "45": 12, "79": 2}
+    assert set(xid.filter(code="119")["device"]) == {"0000:9b:00"}
+    assert set(xid.filter(code="119")["failure_mode"]) == {"gpu/gsp_firmware"}
+    assert set(xid.filter(code="45")["failure_mode"]) == {"gpu/sympathetic"}
+    assert xid.filter(code="13")["failure_mode"].item() == "gpu/application_error"
+    assert all("rate_limited" in f for f in xid.filter(code="119")["flags"])
+    assert xid.filter(pl.col("code") != "119")["flags"].is_null().all()
+    fallen = ev.filter(pl.col("code").is_null())
+    assert fallen.select("line_no", "device", "failure_mode").rows() == [
+        (27, "0000:61:00", "gpu/fallen_off_bus")
+    ]
+    assert ev.height == 21
+    assert not ev["line_no"].is_in([3, 4, 5, 6, 7, 10]).any()
+    assert ev.filter(line_no=2)["ts"].item() == dt.datetime(
+        2025, 2, 23, 16, 24, 18, tzinfo=UTC
+    )
+
+
+@needs_cases
+def test_ref_c03_ignored_counts() -> None:
+    """C03: 28 lines = 21 events + 7 ignored (map, 5 RPC-history, rate limit)."""
+    with Store(":memory:") as store:
+        [r] = read_kernel(store, C03, tz="UTC", host="n")
+        ign = dict(store.table("ignored").select("reason", "n_lines").iter_rows())
+    assert (r.n_lines, r.n_loaded, r.n_ignored, r.n_rejected) == (28, 21, 7, 0)
+    assert ign == {"gpu_uuid_map": 1, "nvrm_context": 5, "rate_limit_notice": 1}
+
+
+# -- C05 ----------------------------------------------------------------------------
+@needs_cases
+def test_ref_c05_link_events_per_port() -> None:
+    """C05: 8 Link-down lines (the duplicate flagged), keyed (host, pci netdev);
+    the cable event is network/cable_module; PCIe power is a warning; CRON ignored."""
+    ev = _events(C05)
+    down = ev.filter(failure_mode="network/link_down")
+    assert down.height == 8
+    assert down.filter(pl.col("flags") == "duplicate_line")["line_no"].to_list() == [3]
+    assert down.filter(host="host-a")["device"].unique().to_list() == [
+        "0000:5c:00 enp92s0np0"
+    ]
+    boot = ev.filter(host="host-c", failure_mode="network/link_up")
+    assert boot["device"].item() == "0000:1d:00 enp29s0np0"
+    assert ev.filter(host="host-b")["device"].item() == "0000:1d:00 enp29s0np0"
+    power = ev.filter(failure_mode="network/pcie_power")
+    assert (power["host"].item(), power["severity"].item()) == ("host-c", "warning")
+    cable = ev.filter(failure_mode="network/cable_module")
+    assert "High Temperature" in cable["detail"].item()
+    assert ev.height == 17
+    assert 18 not in ev["line_no"].to_list()
+
+
+# -- NCCL, EDAC, MCE ----------------------------------------------------------------
+def test_ref_nccl_edac_mce_snippet() -> None:
+    """Issue 3 §2: NCCL status 12 in both formats, watchdog timeout, EDAC CE count 3,
+    UE, MCE; decode lines ignored (tests/data/kernel_nccl_edac.log)."""
+    ev = _events(DATA / "kernel_nccl_edac.log", host="gpu-7")
+    modes = ev.select("line_no", "failure_mode", "count").rows()
+    assert modes == [
+        (1, "host/memory_ce", 3),
+        (4, "host/memory_ue", 1),
+        (5, "host/mce", 1),
+        (6, "host/mce", 1),
+        (12, "network/nccl_error", 1),
+        (13, "network/nccl_error", 1),
+        (15, "network/nccl_watchdog", 1),
+    ]
+    assert ev.filter(line_no=1)["device"].item() == "mc0"
+    assert "channel:1" in ev.filter(line_no=1)["detail"].item()
+    assert ev.filter(line_no=12)["code"].item() == "wc_status:12"
+    assert ev.filter(line_no=12)["device"].item() == "mlx5_0"
+    assert set(ev["host"]) == {"gpu-7"}
+
+
+# -- gpud fixtures ------------------------------------------------------------------
+def test_ref_gpud_xid119_fixture() -> None:
+    """gpud dmesg-with-xid-119.log: 5 Xid 119 on 0000:9b:00 (16:24:18–16:30:13), all
+    rate-limited; RPC history and stack trace lines are not events."""
+    ev = _events(GPUD / "dmesg-with-xid-119.log", tz="UTC", host="gpud")
+    assert ev["code"].to_list() == ["119"] * 5
+    assert set(ev["device"]) == {"0000:9b:00"}
+    assert ev["line_no"].to_list() == [3, 38, 40, 42, 43]
+    assert ev["ts"].min() == dt.datetime(2025, 2, 23, 16, 24, 18, tzinfo=UTC)
+    assert ev["ts"].max() == dt.datetime(2025, 2, 23, 16, 30, 13, tzinfo=UTC)
+    assert all("rate_limited" in f for f in ev["flags"])
+    assert "uuid=GPU-509665ad-b600-ac93-3616-d754b23d636d" in ev["detail"][0]
+
+
+def test_ref_gpud_xid13_xid43_excerpt() -> None:
+    """gpud dmesg.decode.iso.log lines 1–17: 16× Xid 13 then Xid 43 on 0000:38:00,
+    ISO with decimal comma; pid '<unknown>' is NULL (no pid= in detail)."""
+    ev = _events(GPUD / "dmesg-xid13-xid43-excerpt.log", host="gpud")
+    assert ev["code"].to_list() == ["13"] * 16 + ["43"]
+    assert set(ev["device"]) == {"0000:38:00"}
+    assert ev["ts"][0] == dt.datetime(2025, 1, 21, 4, 41, 44, 283302, tzinfo=UTC)
+    assert "pid=" not in ev["detail"][0]
+    assert "pid=2924364, name=pt_main_thread" in ev["detail"][16]
+
+
+# -- times --------------------------------------------------------------------------
+def test_ref_rfc3164_year_rollover() -> None:
+    """Issue 3 §1: year-less syslog across New Year with reference date 2025-01-01:
+    Dec 31 belongs to 2024, Jan 1 to 2025."""
+    ev = _events(DATA / "kernel_rollover.log", tz="UTC", reference_date="2025-01-01")
+    assert ev["ts"].to_list() == [
+        dt.datetime(2024, 12, 31, 23, 59, 58, tzinfo=UTC),
+        dt.datetime(2025, 1, 1, 0, 0, 3, tzinfo=UTC),
+    ]
+
+
+def test_ref_rfc3164_feb29_leap_year_only() -> None:
+    """Issue 3 §1: Feb 29 is valid in 2024 (leap), rejected with a reason in 2025."""
+    path = DATA / "kernel_feb29.log"
+    ev = _events(path, tz="UTC", reference_date="2024-03-01")
+    assert ev["ts"][1] == dt.datetime(2024, 2, 29, 12, 0, tzinfo=UTC)
+    with Store(":memory:") as store:
+        [r] = read_kernel(store, path, tz="UTC", reference_date="2025-03-01")
+        rej = store.table("rejects")
+    assert (r.n_loaded, r.n_ignored, r.n_rejected) == (1, 1, 1)
+    assert rej["line_no"].item() == 2
+    assert "Feb 29" in rej["reason"].item()
+
+
+def test_ref_boot_anchor_and_reboot() -> None:
+    """Issue 3 §1: a line with wall and kernel clock gives the boot time (10:21:40 −
+    9912.004711 s); line 2 (9950 s) is 10:22:17.995289Z; after the clock falls back
+    the anchor does not carry: line 4 has no wall time and is flagged reboot. The
+    date inside the driver-load message is not taken."""
+    ev = _events(
+        DATA / "kernel_reboot.log", tz="UTC", reference_date="2025-03-05", host="host-a"
+    )
+    rows = {r["line_no"]: r for r in ev.iter_rows(named=True)}
+    assert rows[2]["ts"] == dt.datetime(2025, 3, 4, 10, 22, 17, 995289, tzinfo=UTC)
+    assert rows[2]["flags"] is None
+    assert rows[4]["ts"] is None
+    assert rows[4]["flags"] == "no_wall_time,reboot"
+
+
+def test_ref_resolve_times_pure() -> None:
+    """Issue 3 §1: ISO offsets (+01:00, +0000, Z) convert without tz."""
+    lines = pl.Series(
+        [
+            "2025-03-04T10:22:31.5+01:00 h kernel: NVRM: Xid (PCI:0000:3b:00): 79",
+            "2025-03-04T10:22:31+0000 h kernel: NVRM: Xid (PCI:0000:3b:00): 79",
+            "2025-03-04T10:22:31Z h kernel: NVRM: Xid (PCI:0000:3b:00): 79",
+        ]
+    )
+    out = resolve_times(classify_lines(lines))
+    assert out["ts"].to_list() == [
+        dt.datetime(2025, 3, 4, 9, 22, 31, 500000, tzinfo=UTC),
+        dt.datetime(2025, 3, 4, 10, 22, 31, tzinfo=UTC),
+        dt.datetime(2025, 3, 4, 10, 22, 31, tzinfo=UTC),
+    ]
+
+
+# -- files --------------------------------------------------------------------------
+@needs_cases
+def test_ref_gzip_and_directory_input(tmp_path: Path) -> None:
+    """Issue 3 §1: plain or gzip files, and a directory of per-host files (host from
+    the file name); each file is its own source."""
+    d = tmp_path / "logs"
+    d.mkdir()
+    with gzip.open(d / "node-a.log.gz", "wb") as fh:
+        fh.write(C03.read_bytes())
+    shutil.copy(GPUD / "dmesg-xid13-xid43-excerpt.log", d / "node-b.log")
+    with Store(":memory:") as store:
+        res = read_kernel(store, d, tz="UTC", host_from_filename=True)
+        ev = store.table("events")
+        src = store.table("sources")
+    assert [r.n_loaded for r in res] == [21, 17]
+    assert set(ev["host"]) == {"node-a", "node-b"}
+    assert src["n_ignored"].to_list() == [7, 0]
+    with Store(":memory:") as store:
+        read_kernel(store, d, tz="UTC", host_from_filename=True)
+        again = read_kernel(store, d, tz="UTC", host_from_filename=True)
+    assert all(r.skipped for r in again)
+
+
+# -- safety -------------------------------------------------------------------------
+_line = st.one_of(
+    st.binary(max_size=120).map(lambda b: b.replace(b"\n", b" ")),
+    st.sampled_from(
+        [
+            b"[ 12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, off",
+            b"[ 12.5] NVRM: Xid (PCI:0000:3b",
+            b"Mar  4 10:21:40 h kernel: [ 99.1] NVRM: Xid (PCI:0000:5d:00): 43",
+            b"2025-03-04T10:22:05+0000 h kernel: EDAC MC0: 3 CE err",
+            b"\xff\xfe NVRM: Xid (PCI:0000:3b:00): 1\xc3",
+            b"3,18822,74211,-;NVRM: Xid (PCI:0000:17:00): 48",
+            b"",
+        ]
+    ),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lines=st.lists(_line, max_size=30), cut=st.integers(0, 40))
+def test_prop_random_lines_counted_once(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], cut: int
+) -> None:
+    """Issue 3 §4: random bytes, truncated and non-UTF-8 lines never crash ingest,
+    and every line is counted exactly once (n_lines = loaded + ignored + rejected)."""
+    data = b"\n".join([b"# relkit property test", *lines])
+    data = data[: len(data) - cut] if cut < len(data) else data
+    f = tmp_path_factory.mktemp("prop") / "h.log"
+    f.write_bytes(data)
+    with Store(":memory:") as store:
+        [r] = read_kernel(store, f, tz="UTC", reference_date="2025-03-05", host="h")
+        n_rej = store.table("rejects").height
+        n_ign = int(store.table("ignored")["n_lines"].sum())
+    expected = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    assert r.n_lines == expected
+    assert r.n_lines == r.n_loaded + r.n_ignored + r.n_rejected
+    assert (n_rej, n_ign) == (r.n_rejected, r.n_ignored)

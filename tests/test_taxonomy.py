@@ -1,0 +1,213 @@
+"""The failure-mode taxonomy (issue 3 §2) and Llama 3 Table 5."""
+
+import polars as pl
+import pytest
+
+from relkit.errors import InvalidParameterError, SchemaError
+from relkit.schema import POLARS_SCHEMAS
+from relkit.taxonomy import (
+    CATEGORIES,
+    FAILURE_MODES,
+    LLAMA3_TABLE5,
+    NOT_IN_TABLE5,
+    XID_MODES,
+    failure_mode_info,
+    mode_for_xid,
+    table5_shape,
+)
+
+#: The contract table of /work/notes/CONTRACTS3.md (issue 3 §2), code by code.
+CONTRACT_XIDS = {
+    "gpu/fallen_off_bus": [79],
+    "gpu/hbm_uncorrectable": [48, 94, 95, 140, 64, 171],
+    "gpu/sram_uncorrectable": [172],
+    "gpu/gsp_firmware": [119, 120, 62],
+    "gpu/nvlink": [74, 136, 144, 145, 146, 147, 148, 149, 150],
+    "gpu/hang": [46, 109],
+    "gpu/application_error": [13, 31, 43],
+    "gpu/sympathetic": [45, 154],
+    "gpu/precursor": [63, 92],
+}
+
+#: failure_mode -> (category, counts_as_failure, llama3_row), from the contract.
+CONTRACT_ROWS = {
+    "gpu/fallen_off_bus": ("hardware", True, "Faulty GPU"),
+    "gpu/hbm_uncorrectable": ("hardware", True, "GPU HBM3 Memory"),
+    "gpu/sram_uncorrectable": ("hardware", True, "GPU SRAM Memory"),
+    "gpu/gsp_firmware": ("hardware", True, "GPU System Processor"),
+    "gpu/nvlink": ("hardware", True, "Faulty GPU"),
+    "gpu/hang": ("hardware", True, "Faulty GPU"),
+    "gpu/application_error": ("user", False, None),
+    "gpu/sympathetic": ("info", False, None),
+    "gpu/precursor": ("info", False, None),
+    "gpu/unknown_xid": ("unknown", True, None),
+    "nvswitch/sxid": ("hardware", True, "Network Switch/Cable"),
+    "network/link_down": ("network", True, "Network Switch/Cable"),
+    "network/link_up": ("info", False, None),
+    "network/cable_module": ("network", False, None),
+    "network/pcie_power": ("info", False, None),
+    "network/nccl_error": ("network", True, "NIC"),
+    "network/nccl_watchdog": ("unknown", True, "NCCL Watchdog Timeouts"),
+    "host/memory_ce": ("info", False, None),
+    "host/memory_ue": ("hardware", True, "System Memory"),
+    "host/mce": ("hardware", True, "CPU"),
+}
+
+
+@pytest.mark.parametrize(
+    ("code", "mode"),
+    [(c, m) for m, codes in CONTRACT_XIDS.items() for c in codes],
+)
+def test_ref_every_contract_xid_maps_to_its_mode(code: int, mode: str) -> None:
+    """CONTRACTS3.md taxonomy table / NVIDIA Xid catalogue: code -> mode."""
+    assert XID_MODES[code] == mode
+    assert mode_for_xid(code) == mode
+    assert mode_for_xid(str(code)) == mode
+
+
+def test_ref_xid_modes_has_exactly_the_contract_codes() -> None:
+    """No code outside the contract table is mapped (others are unknown_xid)."""
+    expected = {c for codes in CONTRACT_XIDS.values() for c in codes}
+    assert set(XID_MODES) == expected
+
+
+@pytest.mark.parametrize("code", [0, 14, 20009, 151, 999])
+def test_ref_unknown_xid_is_kept_as_unknown(code: int) -> None:
+    """Issue 3 §2: unknown codes are kept with mode gpu/unknown_xid, not dropped."""
+    assert mode_for_xid(code) == "gpu/unknown_xid"
+
+
+@pytest.mark.parametrize("bad", ["sxid:20009", "abc", -1, "", True])
+def test_mode_for_xid_refuses_non_codes(bad: object) -> None:
+    """C01: an SXid code is never read as Xid 20009; malformed codes raise."""
+    with pytest.raises(InvalidParameterError, match="whole number"):
+        mode_for_xid(bad)  # type: ignore[arg-type]
+
+
+def test_ref_failure_modes_table_matches_contract() -> None:
+    """CONTRACTS3.md: one row per mode, category/counts/llama3_row as listed."""
+    assert FAILURE_MODES.schema == POLARS_SCHEMAS["failure_modes"]
+    assert FAILURE_MODES["failure_mode"].is_unique().all()
+    got = {
+        r["failure_mode"]: (r["category"], r["counts_as_failure"], r["llama3_row"])
+        for r in FAILURE_MODES.iter_rows(named=True)
+    }
+    assert got == CONTRACT_ROWS
+    assert set(FAILURE_MODES["category"]) <= set(CATEGORIES)
+    assert FAILURE_MODES["description"].str.len_chars().min() > 20
+    assert FAILURE_MODES["component"].null_count() == 0
+
+
+def test_ref_table5_rows_named_by_taxonomy_exist() -> None:
+    """Every llama3_row of the taxonomy is a component of Table 5."""
+    rows = set(FAILURE_MODES["llama3_row"].drop_nulls())
+    assert rows <= set(LLAMA3_TABLE5["component"])
+
+
+@pytest.mark.parametrize("code", [13, 31, 43])
+def test_ref_application_errors_never_hardware(code: int) -> None:
+    """Issue 3 §2, C03: Xid 13/31/43 are application-caused, never a failure."""
+    info = failure_mode_info(mode_for_xid(code))
+    assert info["category"] == "user"
+    assert info["category"] != "hardware"
+    assert info["counts_as_failure"] is False
+    assert info["llama3_row"] is None
+
+
+def test_failure_mode_info_lists_codes_and_refuses_unknown() -> None:
+    info = failure_mode_info("gpu/nvlink")
+    assert info["xid_codes"] == [74, 136, *range(144, 151)]
+    assert "NVIDIA" in info["description"] or "Xid" in info["description"]
+    assert failure_mode_info("network/link_down")["xid_codes"] == []
+    with pytest.raises(SchemaError, match="gpu/fallen_off_bus"):
+        failure_mode_info("gpu/xid79")
+
+
+def test_ref_llama3_table5_totals() -> None:
+    """Llama 3 (arXiv:2407.21783) Table 5: 18 rows, 419 unexpected interruptions.
+
+    PROVENANCE.md: 54 days / 419 = 3.09 h between unexpected interruptions.
+    """
+    assert LLAMA3_TABLE5.height == 18
+    assert LLAMA3_TABLE5["interruption_count"].sum() == 419
+    assert 54 * 24 / LLAMA3_TABLE5["interruption_count"].sum() == pytest.approx(
+        3.09, abs=0.005
+    )
+    gpu = LLAMA3_TABLE5.filter(pl.col("category") == "GPU")["interruption_count"]
+    assert gpu.sum() == 268  # PROVENANCE.md: 268/419 = 64.0 %, not the quoted 58.7 %
+
+
+def test_ref_printed_percentages_are_not_fixed() -> None:
+    """PROVENANCE.md: printed % sum to 94.9 and Faulty GPU prints 30.1 % (148/419 =
+    35.3 %). The transcription keeps the printed value; table5_shape recomputes."""
+    printed = LLAMA3_TABLE5["frac_as_printed"]
+    assert printed.sum() == pytest.approx(0.949, abs=1e-9)
+    faulty = LLAMA3_TABLE5.row(0, named=True)
+    assert faulty["component"] == "Faulty GPU"
+    assert faulty["interruption_count"] == 148
+    assert faulty["frac_as_printed"] == pytest.approx(0.301)
+
+    # one incident per interruption, in Table 5's rows: frac = count / 419
+    mode_of_row = {
+        r["llama3_row"]: r["failure_mode"]
+        for r in FAILURE_MODES.filter(pl.col("llama3_row").is_not_null())
+        .unique("llama3_row", keep="first", maintain_order=True)
+        .iter_rows(named=True)
+    }
+    modes = [
+        mode_of_row.get(r["component"], "gpu/unknown_xid")
+        for r in LLAMA3_TABLE5.iter_rows(named=True)
+        for _ in range(r["interruption_count"])
+    ]
+    inc = pl.DataFrame({"failure_mode": modes, "counts_as_failure": True})
+    shape = table5_shape(inc)
+    row = shape.row(0, named=True)
+    assert row["component"] == "Faulty GPU"
+    assert row["n_interruptions"] == 148
+    assert row["frac"] == pytest.approx(148 / 419)
+    assert round(row["frac"], 4) == 0.3532
+    assert shape["frac"].sum() == pytest.approx(1.0)
+
+
+def test_table5_shape_has_every_row_and_zeros() -> None:
+    """Every Table 5 component is present (0 where none), plus the 'other' row."""
+    inc = pl.DataFrame(
+        {
+            "failure_mode": [
+                "gpu/hbm_uncorrectable",
+                "gpu/hbm_uncorrectable",
+                "gpu/unknown_xid",
+                "gpu/application_error",
+                "nvswitch/sxid",
+            ],
+            "counts_as_failure": [True, True, True, False, False],
+        }
+    )
+    shape = table5_shape(inc)
+    assert shape.height == 19
+    assert shape["component"].to_list()[:18] == LLAMA3_TABLE5["component"].to_list()
+    assert shape["component"][-1] == NOT_IN_TABLE5
+    counts = dict(zip(shape["component"], shape["n_interruptions"], strict=True))
+    assert counts["GPU HBM3 Memory"] == 2
+    assert counts[NOT_IN_TABLE5] == 1
+    assert counts["Faulty GPU"] == 0
+    assert counts["Network Switch/Cable"] == 0  # a non-fatal SXid is no failure
+    assert shape["n_interruptions"].sum() == 3
+    assert dict(zip(shape["component"], shape["frac"], strict=True))[
+        "GPU HBM3 Memory"
+    ] == pytest.approx(2 / 3)
+
+
+def test_table5_shape_empty_and_errors() -> None:
+    empty = pl.DataFrame(
+        schema={"failure_mode": pl.String, "counts_as_failure": pl.Boolean}
+    )
+    shape = table5_shape(empty)
+    assert shape.height == 19
+    assert shape["n_interruptions"].sum() == 0
+    assert shape["frac"].null_count() == 19
+    with pytest.raises(SchemaError, match="counts_as_failure"):
+        table5_shape(pl.DataFrame({"failure_mode": ["gpu/hang"]}))
+    bad = pl.DataFrame({"failure_mode": ["hardware/cpu"], "counts_as_failure": [True]})
+    with pytest.raises(SchemaError, match="hardware/cpu"):
+        table5_shape(bad)
