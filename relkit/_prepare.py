@@ -158,13 +158,87 @@ def _check_overlaps(assets: pl.DataFrame) -> None:
         raise InsufficientDataError(msg)
 
 
+def failure_records(
+    events: pl.DataFrame,
+    *,
+    window_min: float = 10.0,
+    flap_debounce_min: float = 5.0,
+) -> pl.DataFrame:
+    """Fold raw log signals into failure incidents; keep other records as they are.
+
+    Events whose ``failure_mode`` is in :data:`relkit.taxonomy.FAILURE_MODES`
+    (kernel logs, nvidia-smi) become one row per incident that counts as a
+    failure (:func:`relkit.incidents.incidents_as_failures`); lines without
+    wall time cannot be placed and are left out (see
+    :func:`relkit.incidents.ungrouped_events`). Other events (LANL records,
+    normalised failure tables) are already one row per failure.
+    """
+    from relkit.incidents import INCIDENT_FLAG, build_incidents, incidents_as_failures
+    from relkit.taxonomy import FAILURE_MODES
+
+    if "flags" not in events.columns:
+        events = events.with_columns(flags=pl.lit(None, dtype=pl.String))
+    folded_before = pl.col("flags").fill_null("").str.contains(INCIDENT_FLAG)
+    known = (
+        pl.col("failure_mode").is_in(FAILURE_MODES["failure_mode"].implode())
+        & ~folded_before
+    )
+    raw = events.filter(known)
+    if raw.height == 0:
+        return events
+    incidents = build_incidents(
+        raw, window_min=window_min, flap_debounce_min=flap_debounce_min
+    )
+    folded = incidents_as_failures(incidents)
+    return pl.concat(
+        [
+            events.filter(~known),
+            folded.select(c for c in folded.columns if c in events.columns),
+        ],
+        how="diagonal_relaxed",
+    )
+
+
+def assumed_assets(events: pl.DataFrame, *, gpus_per_node: int = 8) -> pl.DataFrame:
+    """Assets assumed from the logs: every host seen, at risk over the log span.
+
+    Used when the store has no assets table; each row's ``attrs`` says
+    ``{"assumed": true}`` so results can be labelled as resting on it.
+    """
+    from relkit.schema import POLARS_SCHEMAS
+
+    timed = events.filter(pl.col("ts").is_not_null())
+    start = timed["ts"].min()
+    hosts = (
+        timed.group_by("host")
+        .agg(pl.col("system").drop_nulls().first())
+        .sort("host")
+        .with_columns(
+            in_service_ts=pl.lit(
+                start, dtype=POLARS_SCHEMAS["assets"]["in_service_ts"]
+            ),
+            gpus=pl.lit(gpus_per_node, dtype=pl.Int32),
+            attrs=pl.lit('{"assumed": true}'),
+        )
+    )
+    return pl.concat(
+        [pl.DataFrame(schema=POLARS_SCHEMAS["assets"]), hosts], how="diagonal_relaxed"
+    )
+
+
 def prepare_tables(
     events: pl.DataFrame,
     assets: pl.DataFrame,
     window_end: datetime | None,
+    *,
+    window_min: float = 10.0,
+    gpus_per_node: int = 8,
 ) -> tuple[pl.DataFrame, pl.DataFrame, datetime]:
-    """Check and align the store's tables; return events, assets and the end.
+    """Check and align the store's tables; return failures, assets and the end.
 
+    - Raw log signals are folded into failure incidents (:func:`failure_records`).
+    - With no assets at all, the hosts seen in the logs are assumed at risk over
+      the span of the logs (:func:`assumed_assets`), ``gpus_per_node`` each.
     - Events without ``system`` take their host's system from the assets;
       units with none at all are in system ``"unassigned"``.
     - Every failure must be on a known host, inside one of its service windows,
@@ -177,8 +251,14 @@ def prepare_tables(
     Raises
     ------
     InsufficientDataError
-        If there are no assets, no events and no ``window_end``, or a check fails.
+        If there are no assets and no events, no events and no ``window_end``,
+        or a check fails.
     """
+    # the span of observation comes from every timed record, before folding
+    records = events.filter(pl.col("ts").is_not_null())
+    events = failure_records(events, window_min=window_min)
+    if assets.height == 0 and records.height:
+        assets = assumed_assets(records, gpus_per_node=gpus_per_node)
     if assets.height == 0:
         msg = (
             f"no assets in the store ({events.height} events): MTBF needs the units "
@@ -198,8 +278,8 @@ def prepare_tables(
     )
     assets = assets.with_columns(pl.col("system").fill_null(UNASSIGNED))
     _check_hosts(events, assets)
-    end = window_end or exposure.observation_end(events)
-    last = events.group_by("host").agg(
+    end = window_end or exposure.observation_end(records if records.height else events)
+    last = records.group_by("host").agg(
         _last=pl.max_horizontal(pl.col("ts").max(), pl.col("repaired_ts").max())
     )
     source_end = (

@@ -178,6 +178,8 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
         confidence=args.confidence,
         window_start=start,
         window_end=end,
+        window_min=args.window_min,
+        gpus_per_node=args.gpus_per_node,
     )
     _emit(result, args.format)
     return 0
@@ -189,6 +191,29 @@ def _cmd_survival(args: argparse.Namespace) -> int:
     events, assets = _open_tables(args.db)
     _progress("fitting exponential, Weibull, log-normal and log-logistic models")
     result = survival_by(events, assets, by=_columns(args.by), unit=args.unit)
+    _emit(result, args.format)
+    return 0
+
+
+def _cmd_events(args: argparse.Namespace) -> int:
+    from relkit.fleet import event_table
+    from relkit.store import Store
+
+    with Store(args.db, read_only=True) as store:
+        events = store.table("events")
+    _emit(event_table(events, failure_mode=args.failure_mode), args.format)
+    return 0
+
+
+def _cmd_incidents(args: argparse.Namespace) -> int:
+    from relkit.fleet import incident_table
+    from relkit.store import Store
+
+    with Store(args.db, read_only=True) as store:
+        events = store.table("events")
+    result = incident_table(
+        events, window_min=args.window_min, flap_debounce_min=args.flap_debounce_min
+    )
     _emit(result, args.format)
     return 0
 
@@ -328,6 +353,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--window-end", help="ISO 8601 instant with zone (default: end of data)"
     )
+    p.add_argument(
+        "--window-min",
+        type=float,
+        default=10.0,
+        help="incident gap window for logs, min",
+    )
+    p.add_argument(
+        "--gpus-per-node",
+        type=int,
+        default=8,
+        help="GPUs per host when exposure is assumed from the logs (no assets)",
+    )
     _add_format(p)
     p.set_defaults(func=_cmd_mtbf)
 
@@ -339,6 +376,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unit", choices=("node", "system"), default="system")
     _add_format(p)
     p.set_defaults(func=_cmd_survival)
+
+    p = verbs.add_parser("events", help="list failure-log events with their category")
+    _add_db(p)
+    p.add_argument("--failure-mode", help="only this mode, e.g. gpu/hbm_uncorrectable")
+    _add_format(p)
+    p.set_defaults(func=_cmd_events)
+
+    p = verbs.add_parser("incidents", help="fold log events into incidents")
+    _add_db(p)
+    p.add_argument("--window-min", type=float, default=10.0, help="gap window, min")
+    p.add_argument(
+        "--flap-debounce-min", type=float, default=5.0, help="link-flap debounce, min"
+    )
+    _add_format(p)
+    p.set_defaults(func=_cmd_incidents)
 
     p = verbs.add_parser(
         "checkpoint", help="optimal checkpoint interval (Young, Daly, exact)"

@@ -16,12 +16,19 @@ from relkit._prepare import prepare_tables as _prepare_tables
 from relkit._prepare import split_by, with_cause_columns
 
 __all__ = [
+    "ASSUMED_BASIS",
     "checkpoint_plan_by_system",
+    "event_table",
     "first_failure_survival",
+    "incident_table",
     "mtbf_by",
     "survival_by",
     "time_between_failures",
 ]
+
+
+#: ``exposure_basis`` of results that rest on assumed assets.
+ASSUMED_BASIS = "assumed: hosts seen in the logs over the log span"
 
 
 def _unique(by: Sequence[str]) -> list[str]:
@@ -37,6 +44,8 @@ def mtbf_by(
     confidence: float = 0.9,
     window_start: datetime | None = None,
     window_end: datetime | None = None,
+    window_min: float = 10.0,
+    gpus_per_node: int = 8,
 ) -> pl.DataFrame:
     """Compute MTBF per group from the store's events and assets tables.
 
@@ -44,7 +53,9 @@ def mtbf_by(
     ----------
     events : pl.DataFrame
         The store's ``events`` table (``ts``, ``host``, ``system``, ``failure_mode``,
-        ``repair_s``); every row counts as one failure.
+        ``repair_s``). Kernel-log and nvidia-smi signals are folded into incidents
+        first and each failure incident counts once; other rows (LANL records,
+        normalised failure tables) count one failure each.
     assets : pl.DataFrame
         The store's ``assets`` table: the units at risk and their service windows.
     by : sequence of str, default ()
@@ -55,11 +66,19 @@ def mtbf_by(
         Two-sided confidence level of the bounds, in (0, 1).
     window_start, window_end : datetime, optional
         Observation window (UTC). ``window_end`` defaults to the end of the data.
+    window_min : float, default 10.0
+        Incident gap window for log signals, minutes (see
+        :func:`relkit.incidents.build_incidents`).
+    gpus_per_node : int, default 8
+        GPUs per host when, with no assets table, the hosts seen in the logs are
+        assumed at risk over the span of the logs.
 
     Returns
     -------
     pl.DataFrame
-        One row per group, columns as :func:`relkit.metrics.mtbf`.
+        One row per group, columns as :func:`relkit.metrics.mtbf`, then
+        ``exposure_basis``: ``"assets"``, or ``"assumed: hosts seen in the logs
+        over the log span"`` when no assets table was ingested.
 
     Raises
     ------
@@ -70,7 +89,9 @@ def mtbf_by(
     """
     by = _unique(by)
     unit_by, _ = split_by(by, assets)
-    events, assets, end = _prepare_tables(events, assets, window_end)
+    events, assets, end = _prepare_tables(
+        events, assets, window_end, window_min=window_min, gpus_per_node=gpus_per_node
+    )
     # a declared window is half-open [start, end), so adjacent windows never
     # count one failure twice; the default end is the last record, kept inside
     inside = pl.col("ts") < end if window_end is not None else pl.col("ts") <= end
@@ -80,7 +101,10 @@ def mtbf_by(
     at_risk = exposure.build_exposure(
         assets, by=unit_by, window_start=window_start, window_end=end
     )
-    return metrics.mtbf(failures, at_risk, by=list(by), confidence=confidence)
+    assumed = assets["attrs"].str.contains('"assumed": true', literal=True).any()
+    basis = ASSUMED_BASIS if assumed else "assets"
+    result = metrics.mtbf(failures, at_risk, by=list(by), confidence=confidence)
+    return result.with_columns(exposure_basis=pl.lit(basis))
 
 
 def _tbf_tables(
@@ -311,3 +335,99 @@ def checkpoint_plan_by_system(
     return plan.join(counts, on="system", how="left").select(
         "system", "n_nodes", "n_failures", pl.exclude("system", "n_nodes", "n_failures")
     )
+
+
+def event_table(
+    events: pl.DataFrame, *, failure_mode: str | None = None
+) -> pl.DataFrame:
+    """List failure-log events with their taxonomy category.
+
+    Parameters
+    ----------
+    events : pl.DataFrame
+        The store's ``events`` table.
+    failure_mode : str, optional
+        Keep only this mode (e.g. ``"gpu/hbm_uncorrectable"``).
+
+    Returns
+    -------
+    pl.DataFrame
+        ``ts, host, device, code, failure_mode, category, severity, count,
+        source_id, line_no``, sorted by time (rows without wall time last);
+        ``category`` from :data:`relkit.taxonomy.FAILURE_MODES`, or the part of
+        ``failure_mode`` before the ``/`` for modes outside the taxonomy.
+    """
+    from relkit.taxonomy import FAILURE_MODES
+
+    if failure_mode is not None:
+        events = events.filter(pl.col("failure_mode") == failure_mode)
+    categories = FAILURE_MODES.select("failure_mode", _category="category")
+    return (
+        events.join(categories, on="failure_mode", how="left")
+        .with_columns(
+            category=pl.coalesce(
+                "_category", pl.col("failure_mode").str.split("/").list.first()
+            )
+        )
+        .select(
+            "ts",
+            "host",
+            "device",
+            "code",
+            "failure_mode",
+            "category",
+            "severity",
+            "count",
+            "source_id",
+            "line_no",
+        )
+        .sort("ts", "source_id", "line_no", nulls_last=True)
+    )
+
+
+def incident_table(
+    events: pl.DataFrame,
+    *,
+    window_min: float = 10.0,
+    flap_debounce_min: float = 5.0,
+) -> pl.DataFrame:
+    """Fold the failure-log events of a store into incidents.
+
+    Parameters
+    ----------
+    events : pl.DataFrame
+        The store's ``events`` table; rows outside the taxonomy (LANL records,
+        normalised failure tables) are already one row per failure and are left
+        out here.
+    window_min : float, default 10.0
+        Largest gap between events of one incident, minutes.
+    flap_debounce_min : float, default 5.0
+        Link down/up transitions of one port within this many minutes are one
+        incident.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns as :func:`relkit.incidents.build_incidents`, starting with
+        ``host, device, failure_mode, category, start_ts, end_ts, n_events,
+        is_open, lower_bound_count``.
+    """
+    from relkit.incidents import build_incidents
+    from relkit.taxonomy import FAILURE_MODES
+
+    known = pl.col("failure_mode").is_in(FAILURE_MODES["failure_mode"].implode())
+    incidents = build_incidents(
+        events.filter(known), window_min=window_min, flap_debounce_min=flap_debounce_min
+    )
+    first = [
+        "host",
+        "device",
+        "failure_mode",
+        "category",
+        "start_ts",
+        "end_ts",
+        "n_events",
+        "is_open",
+        "lower_bound_count",
+    ]
+    return incidents.select(*first, pl.exclude(first))

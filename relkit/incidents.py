@@ -44,6 +44,7 @@ from relkit.schema import UTC, require_columns
 from relkit.taxonomy import FAILURE_MODES
 
 __all__ = [
+    "INCIDENT_FLAG",
     "INCIDENT_SCHEMA",
     "build_incidents",
     "count_failures",
@@ -658,6 +659,10 @@ def count_failures(
     return failures.group_by(by).agg(aggs).sort(by, nulls_last=True)
 
 
+#: ``flags`` of the failure rows made from incidents (already de-duplicated).
+INCIDENT_FLAG = "incident"
+
+
 def incidents_as_failures(incidents: pl.DataFrame) -> pl.DataFrame:
     """Turn failure incidents into the failure rows MTBF reads (one per incident).
 
@@ -673,7 +678,8 @@ def incidents_as_failures(incidents: pl.DataFrame) -> pl.DataFrame:
         store's ``events`` that :func:`relkit.fleet.mtbf_by` counts: ``ts``
         (= ``start_ts``, UTC), ``host``, ``device``, ``system``,
         ``failure_mode``, ``code`` (= ``root_code``), ``severity``,
-        ``repair_s``, ``repaired_ts``, ``source_id``, ``line_no``. Sorted by
+        ``repair_s``, ``repaired_ts``, ``source_id``, ``line_no`` and ``flags``
+        (:data:`INCIDENT_FLAG`, so a row is never folded again). Sorted by
         ``ts, host``.
 
     Raises
@@ -747,6 +753,7 @@ def incidents_as_failures(incidents: pl.DataFrame) -> pl.DataFrame:
             repaired_ts=pl.when(closed_link).then(pl.col("end_ts").cast(UTC)),
             source_id=pl.col("source_id").cast(pl.Int32),
             line_no=pl.col("line_no").cast(pl.Int64),
+            flags=pl.lit(INCIDENT_FLAG),
         )
         .sort("ts", "host", nulls_last=True)
     )

@@ -164,6 +164,7 @@ class Store:
             return all(
                 self._con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0] == 0
                 for name in TABLE_COLUMNS
+                if name != "failure_modes"  # seeded with the taxonomy
             )
         except duckdb.Error:  # pragma: no cover - a broken connection: keep the file
             return False
@@ -221,6 +222,11 @@ class Store:
         for name, cols in TABLE_COLUMNS.items():
             body = ", ".join(f'"{c}" {t}' for c, t in cols.items())
             con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({body})")
+        (n_modes,) = con.execute("SELECT count(*) FROM failure_modes").fetchall()[0]
+        if n_modes == 0:  # the taxonomy, as data, so SQL users can join it
+            from relkit.taxonomy import FAILURE_MODES
+
+            self.append("failure_modes", FAILURE_MODES)
 
     def _check_version(self) -> None:
         try:

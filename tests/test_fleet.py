@@ -1,6 +1,7 @@
 """The main job on real data: MTBF, survival and checkpoint plans for LANL."""
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -293,3 +294,25 @@ def test_by_device_is_the_failing_device_when_assets_are_nodes(
     out = fleet.mtbf_by(events, assets, by=["device"])
     slot = out.filter(device="0000:3b:00").row(0, named=True)
     assert slot["n_failures"] == 2
+
+
+C03 = Path(__file__).parents[2] / "shared" / "cases" / "C03-xid-storm-dedup.log"
+
+
+@pytest.mark.skipif(not C03.exists(), reason="shared/cases not present")
+def test_ref_c03_mtbf_counts_incidents_not_lines(tmp_path: Path) -> None:
+    """Case C03 (shared/cases/README.md): 20 Xid lines are 3 incidents, of which 2
+    are hardware/infra failures (GSP timeout, off-bus); the Xid 13 + 12 Xid 45
+    application crash is not a failure. With no assets, the one host is assumed
+    at risk over the log span (16:24:18 → 19:02:14 = 2.632 h)."""
+    from relkit.ingest import read_file
+    from relkit.store import Store
+
+    with Store(":memory:") as store:
+        read_file(store, C03, kind="kernel", tz="UTC", host="gpu001")
+        events, assets = store.table("events"), store.table("assets")
+    out = fleet.mtbf_by(events, assets, by=["failure_mode"])
+    counts = dict(out.select("failure_mode", "n_failures").iter_rows())
+    assert counts == {"gpu/fallen_off_bus": 1, "gpu/gsp_firmware": 1}
+    assert out["exposure_basis"].unique().to_list() == [fleet.ASSUMED_BASIS]
+    assert out["exposure_h"][0] == pytest.approx((2 * 3600 + 37 * 60 + 56) / 3600)

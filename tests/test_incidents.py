@@ -352,7 +352,9 @@ def test_ref_c05_incidents_as_failures_repair_time() -> None:
         "repaired_ts",
         "source_id",
         "line_no",
+        "flags",
     ]
+    assert failures["flags"].unique().to_list() == ["incident"]
     assert failures["host"].to_list() == ["host-a", "host-b"]
     assert failures["repair_s"][0] == pytest.approx(18.9)
     assert failures["repaired_ts"][0] == _t(2, 5, 8, 0, 47.5)

@@ -108,3 +108,18 @@ def test_failed_first_ingest_leaves_no_file(tmp_path: Path) -> None:
     with pytest.raises(IngestError), Store(db) as store:
         read_file(store, tmp_path / "missing.csv", kind="events")
     assert db.exists()
+
+
+def test_new_store_holds_the_taxonomy() -> None:
+    """The failure_modes table is relkit.taxonomy.FAILURE_MODES (issue 3 §2)."""
+    from relkit.taxonomy import FAILURE_MODES
+
+    with Store(":memory:") as store:
+        modes = store.table("failure_modes")
+    assert modes.height == FAILURE_MODES.height
+    row = modes.filter(failure_mode="gpu/hbm_uncorrectable").row(0, named=True)
+    assert (row["category"], row["counts_as_failure"], row["llama3_row"]) == (
+        "hardware",
+        True,
+        "GPU HBM3 Memory",
+    )
