@@ -15,6 +15,7 @@ __all__ = ["DATASETS", "path"]
 #: Dataset name -> file, relative to the repository's ``datasets/`` directory.
 DATASETS: dict[str, str] = {
     "lanl": "lanl/LA-UR-05-7318-failure-data-1996-2005.csv",
+    "gpud": "gpud",
 }
 
 _ROOTS = (
@@ -31,7 +32,9 @@ def path(name: str) -> Path:
     name : str
         Dataset name, one of :data:`DATASETS` (``"lanl"``: LANL failure records
         1996-2005, LA-UR-05-7318, 23,739 records; read it with
-        :func:`relkit.ingest.read_lanl` or ``relkit ingest --kind lanl``).
+        :func:`relkit.ingest.read_lanl` or ``relkit ingest --kind lanl``;
+        ``"gpud"``: a directory of two NVIDIA kernel-log excerpts with Xid errors
+        from the gpud project, Apache-2.0, for ``relkit ingest --kind kernel``).
 
     Returns
     -------
@@ -49,17 +52,17 @@ def path(name: str) -> Path:
     --------
     >>> path("lanl").name
     'LA-UR-05-7318-failure-data-1996-2005.csv'
-    >>> path("nope")
+    >>> path("nope")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    relkit.errors.InvalidParameterError: unknown dataset 'nope'; bundled: ['lanl']
+    relkit.errors.InvalidParameterError: unknown dataset 'nope'; bundled: [...]
     """
     if name not in DATASETS:
         msg = f"unknown dataset {name!r}; bundled: {sorted(DATASETS)}"
         raise InvalidParameterError(msg)
     candidates = [root / DATASETS[name] for root in _ROOTS]
-    file = next((f for f in candidates if f.is_file()), candidates[-1])
-    if not file.is_file():
+    file = next((f for f in candidates if f.exists()), candidates[-1])
+    if not file.exists():
         msg = (
             f"dataset {name!r}: {file} is missing. The data ship in the repository's "
             "datasets/ directory; install relkit from a source checkout "

@@ -289,31 +289,55 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
     Returns
     -------
     dict
-        Summary: records read, loaded, rejected, systems, fleet MTBF (h) and the
-        report's path.
+        Summary: LANL records read, loaded, rejected, systems, fleet MTBF (h);
+        the GPU kernel-log excerpts' lines and incidents per failure mode
+        (``tables/gpu_incidents_by_mode.csv``); and the report's path.
     """
     from relkit import datasets
-    from relkit.ingest import read_file
+    from relkit.ingest import read_file, read_path
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    for old in ("relkit.duckdb", "gpu-logs.duckdb"):  # the demo starts afresh
+        for leftover in (out_dir / old, out_dir / f"{old}.wal"):
+            leftover.unlink(missing_ok=True)
     with Store(out_dir / "relkit.duckdb") as store:
         progress("ingesting the LANL failure data (23,739 records)")
-        result = read_file(store, datasets.path("lanl"), kind="lanl")
+        read_file(store, datasets.path("lanl"), kind="lanl")
         page = write_report(store, out_dir, progress=progress)
         events, assets = store.table("events"), store.table("assets")
         sources = (
             store.table("sources").filter(pl.col("kind") == "lanl").row(0, named=True)
         )
         overall = fleet.mtbf_by(events, assets).row(0, named=True)
+    progress("ingesting NVIDIA kernel-log excerpts (gpud fixtures; times read as UTC)")
+    with Store(out_dir / "gpu-logs.duckdb") as gpu_store:
+        logs = read_path(
+            gpu_store,
+            datasets.path("gpud"),
+            kind="kernel",
+            tz="UTC",
+            host_from_filename=True,
+        )
+        incidents = fleet.incident_table(gpu_store.table("events"))
+    by_mode = (
+        incidents.group_by("failure_mode", "category")
+        .agg(n_incidents=pl.len(), n_events=pl.col("n_events").sum())
+        .sort("failure_mode")
+    )
+    by_mode.write_csv(out_dir / "tables" / "gpu_incidents_by_mode.csv")
     return {
         "dataset": "LANL failure data 1996-2005 (LA-UR-05-7318)",
         "records": sources["n_lines"],
         "loaded": sources["n_loaded"],
         "rejected": sources["n_rejected"],
-        "skipped_reingest": result.skipped,
         "systems": events["system"].n_unique(),
         "node_mtbf_h": overall["mtbf_h"],
         "failures_per_1000_node_days": overall["failures_per_1000_node_days"],
+        "gpu_log_lines": sum(r.n_lines for r in logs),
+        "gpu_incidents": ", ".join(
+            f"{r['failure_mode']} ({r['category']}): {r['n_incidents']}"
+            for r in by_mode.iter_rows(named=True)
+        ),
         "report": str(page),
     }
