@@ -68,3 +68,23 @@ def test_report_on_an_empty_store_says_what_to_ingest(tmp_path: Path) -> None:
         pytest.raises(InsufficientDataError, match="ingest"),
     ):
         write_report(store, tmp_path / "out")
+
+
+def test_demo_shows_lanl_and_gpu_failure_modes(tmp_path: Path) -> None:
+    """relkit demo: all 23,739 LANL records (shared/reference/README.md) and the
+    gpud kernel-log excerpts: 5 Xid 119 lines on one GPU within 6 min are one
+    gsp_firmware incident; 16 Xid 13 + 1 Xid 43 one application-error incident."""
+    from relkit.report import run_demo
+
+    summary = run_demo(tmp_path)
+    assert (summary["records"], summary["loaded"], summary["rejected"]) == (
+        23739,
+        23739,
+        0,
+    )
+    assert summary["gpu_incidents"] == (
+        "gpu/application_error (user): 1, gpu/gsp_firmware (hardware): 1"
+    )
+    assert (tmp_path / "report.html").exists()
+    again = run_demo(tmp_path)  # starts afresh, same answer
+    assert again["loaded"] == 23739
