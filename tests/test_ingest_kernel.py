@@ -385,3 +385,132 @@ def test_prop_random_lines_counted_once(
     assert r.n_lines == expected
     assert r.n_lines == r.n_loaded + r.n_ignored + r.n_rejected
     assert (n_rej, n_ign) == (r.n_rejected, r.n_ignored)
+
+
+# -- fast path (read_kernel) vs the full classifier ----------------------------------
+_FIXTURES = [
+    (C01, {"tz": "UTC", "reference_date": "2025-03-05", "host": "g"}),
+    (C03, {"tz": "UTC", "host": "n"}),
+    (C05, {}),
+    (DATA / "kernel_nccl_edac.log", {"host": "gpu-7"}),
+    (
+        DATA / "kernel_reboot.log",
+        {"tz": "UTC", "reference_date": "2025-03-05", "host": "host-a"},
+    ),
+    (DATA / "kernel_rollover.log", {"tz": "UTC", "reference_date": "2025-01-01"}),
+    (DATA / "kernel_feb29.log", {"tz": "UTC", "reference_date": "2025-03-01"}),
+    (GPUD / "dmesg-with-xid-119.log", {"tz": "UTC", "host": "gpud"}),
+    (GPUD / "dmesg-xid13-xid43-excerpt.log", {"host": "gpud"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "kw"), _FIXTURES, ids=lambda v: getattr(v, "name", "")
+)
+def test_ref_fast_path_equals_full_parse(path: Path, kw: dict[str, str]) -> None:
+    """read_kernel's fast path (keyword prefilter, clocks only for boots) gives the
+    same events, rejects and ignored counts as classifying and timing every line."""
+    if not path.exists():
+        pytest.skip("fixture absent")
+    from polars.testing import assert_frame_equal
+
+    from relkit.ingest import kernel
+    from relkit.ingest._kernel_time import parse_reference_date
+
+    opts = {
+        "tz": kw.get("tz"),
+        "ref": parse_reference_date(path, kw.get("reference_date")),
+        "host": kw.get("host"),
+    }
+    fast = kernel._parse(path, **opts)
+    full = kernel._parse(path, full=True, **opts)
+    assert fast.n_lines == full.n_lines
+    assert_frame_equal(fast.events, full.events)
+    assert_frame_equal(fast.rejects, full.rejects)
+    assert_frame_equal(fast.ignored, full.ignored)
+
+
+_ISO_STAMPS = [
+    "2025-03-04T10:22:05+0000",
+    "2025-03-04 10:22:05.5Z",
+    "2025-03-04T10:22:05",
+]
+_HEADERS = st.one_of(
+    st.builds(lambda m: f"[{m}] ", st.sampled_from(["  12.5", "1.000001", "9912.0"])),
+    st.builds(
+        lambda p, ts, h, tag, m: f"{p}{ts} {h} {tag}{m}",
+        st.sampled_from(["", "<6>"]),
+        st.sampled_from([*_ISO_STAMPS, "Mar  4 10:21:40", "Dec 31 23:59:59"]),
+        st.sampled_from(["host-a", "n7", "[x]", "h:"]),
+        st.sampled_from(["", "kernel: ", "sshd[12]: ", "a: b: "]),
+        st.sampled_from(["", "[ 99.1] ", "[12.5]", "[ 1] "]),
+    ),
+    st.builds(
+        lambda p, ts, m: f"{p}{ts} {m}",
+        st.sampled_from(["", "kern  :info  : "]),
+        st.sampled_from(_ISO_STAMPS),
+        st.sampled_from(["", "[  5.25] ", "[5.25]"]),
+    ),
+    st.builds(lambda us: f"6,1234,{us},-;", st.integers(0, 10**12)),
+    st.sampled_from(["", "[Tue Mar  4 10:15:02 2025] ", "- 1117838570 2005.06.03 "]),
+)
+_MESSAGES = st.sampled_from(
+    [
+        "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, off",
+        "gpu-7:1234:5690 [3] NCCL WARN Got completion with error 12",
+        "node9:1:2 [0] hello [ 3.5] there",
+        "CRON[5]: (root) CMD (true) [ 7.25]",
+        "",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(head=_HEADERS, msg=_MESSAGES)
+def test_prop_clock_lines_agree_with_framing(head: str, msg: str) -> None:
+    """The cheap clock test/extraction of the fast path agrees with the full framing
+    regex on which lines carry a kernel clock, its value and the line's host."""
+    from relkit.ingest import _kernel_patterns as kp
+    from relkit.ingest import kernel
+
+    raw = pl.Series([head + msg])
+    full = kernel._framing(raw).row(0, named=True)
+    has_clock = bool(raw.str.contains(kp.CLOCK)[0])
+    assert has_clock == (full["mono_s"] is not None)
+    if has_clock:
+        cheap = kernel._clock_lines(raw, pl.Series([1]), None).row(0, named=True)
+        assert cheap["mono"] == full["mono_s"]
+        assert cheap["hkey"] == (full["host"] or "")
+        assert cheap["walled"] == (full["wall"] is not None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.lists(_line, max_size=40))
+def test_prop_fast_split_equals_exact_split(data: list[bytes]) -> None:
+    """The CSV-reader split of a block equals the exact decode-and-split."""
+    from relkit.ingest import kernel
+
+    block = b"\n".join([*data, b""])
+    if not block:
+        return
+    exact = block.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    expected = [s.removesuffix("\r") for s in exact.split("\n")[:-1]]
+    assert kernel._split(block).to_list() == expected
+
+
+def test_ref_no_signal_lines_need_no_time(tmp_path: Path) -> None:
+    """Fast path (documented change): lines without a failure keyword are counted as
+    no_signal without parsing their time, so a zone-less, year-less syslog without
+    signals needs neither --tz nor --reference-date, and an invalid date in such a
+    line is no reject."""
+    f = tmp_path / "quiet.log"
+    f.write_text(
+        "Feb 29 12:00:00 node9 CRON[5]: (root) CMD (true)\n"
+        "Mar  1 00:00:01 node9 sshd[7]: Accepted publickey for root\n"
+        "\n"
+    )
+    with Store(":memory:") as store:
+        [r] = read_kernel(store, f)
+        ign = dict(store.table("ignored").select("reason", "n_lines").iter_rows())
+    assert (r.n_lines, r.n_loaded, r.n_ignored, r.n_rejected) == (3, 0, 3, 0)
+    assert ign == {"blank": 1, "no_signal": 2}

@@ -22,11 +22,16 @@ _ISO_TS = (
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?"
     r"(?:[Zz]|[+-]\d{2}:?\d{2})?"
 )
+_RFC_TS = r"[A-Z][a-z]{2} [ \d]?\d \d{2}:\d{2}:\d{2}"
+#: A host name or syslog tag as the framings read it.
+_WORD = r"[^\s:\[\]]+"
 #: Syslog tag and an optional nested kernel clock after the host: ``kernel: [ 9.1] ``.
 _TAG = (
     r"(?:(?P<{p}_tag>[^\s:\[\]]+)(?:\[\d+\])?:\s+)?"
     r"(?:\[\s*(?P<{p}_mono>\d+\.\d+)\]\s?)?"
 )
+_KMSG = r"^\d{1,4},\d+,(?P<k_us>\d+),[^;]*;"
+_X_PREFIX = r"^(?:[a-z]+\s*:\s*[a-z]+\s*:\s*)?"
 
 #: One regex, one branch per framing, tried left to right. Group names carry the
 #: framing's prefix: k kmsg, d dmesg, t dmesg -T, i ISO syslog with host, x ISO
@@ -34,7 +39,7 @@ _TAG = (
 #: h LANL HPC.
 FRAMING = "|".join(
     [
-        r"^(?P<k_pri>\d{1,4}),(?P<k_seq>\d+),(?P<k_us>\d+),[^;]*;(?P<k_msg>.*)$",
+        _KMSG + r"(?P<k_msg>.*)$",
         r"^\[\s*(?P<d_mono>\d+\.\d+)\]\s?(?P<d_msg>.*)$",
         (
             r"^\[(?:[A-Z][a-z]{2} )?(?P<t_wall>[A-Z][a-z]{2} [ \d]\d "
@@ -46,11 +51,11 @@ FRAMING = "|".join(
             + r"(?P<i_msg>.*)$"
         ),
         (
-            rf"^(?:[a-z]+\s*:\s*[a-z]+\s*:\s*)?(?P<x_wall>{_ISO_TS})\s+"
+            rf"{_X_PREFIX}(?P<x_wall>{_ISO_TS})\s+"
             r"(?:\[\s*(?P<x_mono>\d+\.\d+)\]\s?)?(?P<x_msg>.*)$"
         ),
         (
-            r"^(?:<\d{1,3}>)?(?P<r_wall>[A-Z][a-z]{2} [ \d]?\d \d{2}:\d{2}:\d{2})\s+"
+            rf"^(?:<\d{{1,3}}>)?(?P<r_wall>{_RFC_TS})\s+"
             r"(?P<r_host>[^\s:\[\]]+)\s+" + _TAG.format(p="r") + r"(?P<r_msg>.*)$"
         ),
         (
@@ -68,6 +73,31 @@ FRAMING = "|".join(
         ),
     ]
 )
+
+#: Lines whose framing (in :data:`FRAMING`) carries a kernel clock: kmsg, dmesg,
+#: and ISO / RFC 3164 syslog with ``[ mono]`` after the host and tag. A match
+#: test only; the clock is the first ``[ sss.uuuuuu]`` of such a line (or the
+#: kmsg microseconds), the host the word after the syslog stamp
+#: (:data:`CLOCK_HOST`). ``tests/test_ingest_kernel.py`` checks that both agree
+#: with :data:`FRAMING`.
+CLOCK = "|".join(
+    [
+        _KMSG,
+        r"^\[\s*\d+\.\d+\]",
+        (
+            rf"^(?:<\d{{1,3}}>)?(?:{_ISO_TS}|{_RFC_TS})\s+{_WORD}\s+"
+            rf"(?:{_WORD}(?:\[\d+\])?:\s+)?\[\s*\d+\.\d+\]"
+        ),
+        rf"{_X_PREFIX}{_ISO_TS}\s+\[\s*\d+\.\d+\]",
+    ]
+)
+#: The kernel clock of a :data:`CLOCK` line that is not kmsg (first bracket).
+CLOCK_MONO = r"\[\s*(\d+\.\d+)\]"
+#: The host of a :data:`CLOCK` line (ISO and RFC 3164 syslog with a host).
+CLOCK_HOST = rf"^(?:<\d{{1,3}}>)?(?:{_ISO_TS}|{_RFC_TS})\s+({_WORD})\s"
+#: Lines whose host may come from an NCCL ``host:pid:tid [rank] `` message
+#: prefix; clock lines matching it take the full framing.
+NCCL_HOST_HINT = r":\d+:\d+ \[\d+\] "
 
 #: Host of an NCCL/torch line printed by the application: ``host:pid:tid [rank]``.
 NCCL_HOST = r"^(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] "

@@ -210,6 +210,15 @@ class BootTracker:
         )
         if m.is_empty():
             return pl.DataFrame(schema={"line_no": pl.Int64, "boot_no": pl.Int64})
+        m = self.number(m)
+        self.add_anchors(m.filter(pl.col("wall_ts").is_not_null()))
+        return m.select("line_no", "boot_no")
+
+    def number(self, m: pl.DataFrame) -> pl.DataFrame:
+        """Add ``boot_no`` to clock lines (``line_no, hkey, mono``), sorted.
+
+        Carries the last clock and boot of each host to the next batch.
+        """
         carry = pl.DataFrame(
             {
                 "hkey": list(self.last),
@@ -231,9 +240,15 @@ class BootTracker:
         last = m.group_by("hkey").agg(pl.col("mono").last(), pl.col("boot_no").last())
         for hkey, mono, seg in last.iter_rows():
             self.last[hkey] = (mono, seg)
+        return m.drop("c_mono", "c_seg")
+
+    def add_anchors(self, m: pl.DataFrame) -> None:
+        """Keep the first anchor of each new (host, boot).
+
+        ``m``: lines with both clocks (``hkey, boot_no, mono, wall_ts``), sorted.
+        """
         anchors = (
-            m.filter(pl.col("wall_ts").is_not_null())
-            .group_by("hkey", "boot_no")
+            m.group_by("hkey", "boot_no")
             .agg(pl.col("wall_ts").first(), pl.col("mono").first())
             .with_columns(
                 boot_us=pl.col("wall_ts").dt.epoch("us")
@@ -242,7 +257,6 @@ class BootTracker:
         )
         for hkey, seg, boot in anchors.select("hkey", "boot_no", "boot_us").iter_rows():
             self.anchors.setdefault((hkey, seg), boot)
-        return m.select("line_no", "boot_no")
 
     def resolve(self, kept: pl.DataFrame) -> pl.DataFrame:
         """Add ``ts`` and the ``no_wall_time``/``reboot`` flags to kept lines.

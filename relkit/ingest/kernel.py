@@ -6,9 +6,16 @@ RFC 3164, ISO/RFC 3339, ``/dev/kmsg``, and the loghub BGL/Thunderbird/HPC
 shapes), then the signal in the message (NVIDIA Xid and SXid, GPU fallen off the
 bus, mlx5 link/module/PCIe events, NCCL errors and watchdog timeouts, EDAC and
 MCE). :func:`relkit.ingest._kernel_time.resolve_times` turns the framing's time
-fields into UTC without guessing. :func:`read_kernel` streams a plain, gzip or
-directory input through both in batches and writes ``events``, ``rejects`` and
-the per-reason ``ignored`` counts.
+fields into UTC without guessing. Both stay the full, every-line classifier
+(the loghub host/time agreement test uses them).
+
+:func:`read_kernel` streams a plain, gzip or directory input in batches through
+a fast path with the same events, rejects and ignored counts on failure lines:
+cheap vectorised tests mark keyword candidates and lines carrying a kernel
+clock; only candidates are classified and timed, clock lines give their clock
+and host for boot numbering (reboots), and the first walled clock line of each
+boot is parsed as its anchor. Other lines are counted as ``no_signal`` (or
+``blank``) without parsing their framing or time.
 """
 
 import datetime as dt
@@ -50,8 +57,8 @@ __all__ = [
 ]
 
 KIND = "kernel"
-#: Bytes read per batch (about 1e5 lines of 160 bytes).
-BATCH_BYTES = 1 << 24
+#: Bytes read per batch (about 2.5e5 lines of 130 bytes).
+BATCH_BYTES = 1 << 25
 #: Window (s) around a "Rate limiting ... printing 1 of every N" line in which
 #: Xid events of the same host and GPU are flagged ``rate_limited``.
 RATE_LIMIT_WINDOW_S = 600.0
@@ -362,6 +369,12 @@ def classify_lines(lines: pl.Series, *, offset: int = 0) -> pl.DataFrame:
     └─────────┴──────────┴──────┴────────────┴────────────────────┴───────┘
     """
     raw = lines.cast(pl.String).fill_null("")
+    line_no = pl.int_range(offset + 1, offset + 1 + raw.len(), eager=True)
+    return _classify(raw, line_no)
+
+
+def _classify(raw: pl.Series, line_no: pl.Series) -> pl.DataFrame:
+    """:func:`classify_lines` of lines with the given (increasing) line numbers."""
     n = raw.len()
     base = _framing(raw).with_columns(
         i=pl.int_range(n, dtype=pl.Int64),
@@ -390,7 +403,7 @@ def classify_lines(lines: pl.Series, *, offset: int = 0) -> pl.DataFrame:
         )
         .otherwise(pl.col("reason")),
         count=pl.when(pl.col("outcome") == "event").then(pl.col("count").fill_null(1)),
-        line_no=pl.col("i") + offset + 1,
+        line_no=pl.lit(line_no.cast(pl.Int64)).gather(pl.col("i")),
     )
     sev = pl.col("failure_mode").replace_strict(
         kp.MODE_SEVERITY, default="error", return_dtype=pl.String
@@ -473,7 +486,30 @@ def link_context(
 
 # -- reading files ---------------------------------------------------------------------
 def _split(data: bytes) -> pl.Series:
-    """Bytes ending in a newline -> lines (invalid UTF-8 and NUL replaced)."""
+    r"""Bytes ending in a newline -> lines (invalid UTF-8 and NUL replaced).
+
+    Fast path: polars' multi-threaded CSV reader with a separator byte that the
+    data does not contain and no quoting, one column. It is used only when the
+    block has no ``\x01`` and no ``\r`` and yields one row per newline;
+    otherwise (or on any reader error) the exact split below is used.
+    """
+    if b"\x01" not in data and b"\r" not in data:
+        try:
+            lines = pl.read_csv(
+                data,
+                has_header=False,
+                separator="\x01",
+                quote_char=None,
+                schema={"line": pl.String},
+                encoding="utf8-lossy",
+            ).to_series()
+        except pl.exceptions.PolarsError:  # pragma: no cover - defensive
+            lines = None
+        if lines is not None and lines.len() == data.count(b"\n"):
+            lines = lines.fill_null("")
+            if b"\x00" in data:
+                lines = lines.str.replace_all("\x00", "\ufffd", literal=True)
+            return lines
     text = data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
     s = pl.Series("line", [text]).str.split("\n").explode()
     return s.slice(0, s.len() - 1).str.strip_suffix("\r")
@@ -523,23 +559,157 @@ class _Parsed:
 
 
 _KEEP_REASONS = ("gpu_uuid_map", "rate_limit_notice")
+_KMSG_US = r"^\d{1,4},\d+,(\d+),[^;]*;"
+
+
+def _prefilter(raw: pl.Series) -> pl.DataFrame:
+    """Cheap tests on every line: keyword candidate, blank, carries a kernel clock.
+
+    Returns ``cand``, ``blank`` and ``clock`` (Boolean, one row per line). The
+    three regexes are literal-led or anchored, so a line costs a few scans, not
+    the capture groups of :data:`relkit.ingest._kernel_patterns.FRAMING`.
+    """
+    line = pl.col("line")
+    return pl.DataFrame({"line": raw}).select(
+        cand=line.str.contains(kp.KEYWORDS),
+        blank=~line.str.contains(r"\S"),
+        clock=line.str.contains(kp.CLOCK),
+    )
+
+
+def _clock_lines(raw: pl.Series, line_no: pl.Series, host: str | None) -> pl.DataFrame:
+    """Kernel clock and host of lines known to carry one (:data:`kp.CLOCK`).
+
+    Returns ``line_no, hkey, mono, walled`` (``walled``: the line also has a
+    wall stamp, so it can anchor its boot). Agrees with :func:`_framing` on
+    ``mono_s`` and ``host`` (checked by a test); lines whose host could come from
+    an NCCL message prefix take :func:`_framing` itself.
+    """
+    line = pl.col("line")
+    c = pl.DataFrame({"line": raw, "line_no": line_no}).with_columns(
+        k_us=line.str.extract(_KMSG_US, 1),
+        mono_txt=line.str.extract(kp.CLOCK_MONO, 1),
+        host=line.str.extract(kp.CLOCK_HOST, 1),
+        hint=line.str.contains(kp.NCCL_HOST_HINT),
+        bracket=line.str.starts_with("["),
+    )
+    hard = c.get_column("hint") & c.get_column("host").is_null()
+    if hard.any():
+        full = _framing(raw.filter(hard)).get_column("host")
+        host_s = c.get_column("host").scatter(hard.arg_true(), full)
+        c = c.with_columns(host=host_s)
+    return c.select(
+        "line_no",
+        hkey=pl.col("host").fill_null(pl.lit(host)).fill_null(""),
+        mono=pl.when(pl.col("k_us").is_not_null())
+        .then(pl.col("k_us").cast(pl.Float64) / 1e6)
+        .otherwise(pl.col("mono_txt").cast(pl.Float64)),
+        walled=pl.col("k_us").is_null() & ~pl.col("bracket"),
+    )
+
+
+def _anchor_boots(
+    tracker: BootTracker,
+    m: pl.DataFrame,
+    batch: pl.Series,
+    offset: int,
+    *,
+    tz: str | None,
+    ref: dt.date | None,
+    path: Path,
+) -> None:
+    """Give each new (host, boot) of ``m`` its anchor: first valid wall + clock.
+
+    Only the first walled line of each boot without an anchor is parsed
+    (framing and wall time); if its wall text is no valid instant, the next one.
+    """
+    known = pl.DataFrame(
+        {
+            "hkey": [k[0] for k in tracker.anchors],
+            "boot_no": [k[1] for k in tracker.anchors],
+        },
+        schema={"hkey": pl.String, "boot_no": pl.Int64},
+    )
+    need = m.filter(pl.col("walled")).join(
+        known, on=["hkey", "boot_no"], how="anti", maintain_order="left"
+    )
+    while need.height:
+        first = need.unique(["hkey", "boot_no"], keep="first", maintain_order=True)
+        lines = batch.gather(first.get_column("line_no") - offset - 1)
+        fr = _framing(lines).select("framing", "wall", "host")
+        fr = fr.with_columns(line_no=first.get_column("line_no"))
+        wall_ts = wall_times(fr, tz=tz, reference_date=ref, path=path)["wall_ts"]
+        got = first.with_columns(wall_ts=wall_ts).filter(
+            pl.col("wall_ts").is_not_null()
+        )
+        tracker.add_anchors(got)
+        done = got.select("hkey", "boot_no")
+        tried = first.get_column("line_no")
+        need = need.filter(~pl.col("line_no").is_in(tried.implode())).join(
+            done, on=["hkey", "boot_no"], how="anti", maintain_order="left"
+        )
+
+
+def _ignored_rest(pre: pl.DataFrame) -> pl.DataFrame:
+    """``reason, len`` of the lines that are no candidates (blank or no_signal)."""
+    rest = pre.filter(~pl.col("cand"))
+    n_blank = int(rest.get_column("blank").sum())
+    counts = {"blank": n_blank, "no_signal": rest.height - n_blank}
+    return pl.DataFrame(
+        {"reason": list(counts), "len": list(counts.values())},
+        schema={"reason": pl.String, "len": pl.UInt32},
+    ).filter(pl.col("len") > 0)
 
 
 def _parse(
-    path: Path, *, tz: str | None, ref: dt.date | None, host: str | None
+    path: Path,
+    *,
+    tz: str | None,
+    ref: dt.date | None,
+    host: str | None,
+    full: bool = False,
 ) -> _Parsed:
-    """Stream one file through classify, times and context; hold only kept rows."""
+    """Stream one file through classify, times and context; hold only kept rows.
+
+    Per batch, cheap tests find the candidate lines (a keyword) and the lines
+    with a kernel clock. Only candidates get :func:`_classify` and their wall
+    times; clock lines give their clock and host for boot numbering, and the
+    first walled line of each new boot is parsed as its anchor. Other lines are
+    counted as ``no_signal`` (or ``blank``) without further parsing.
+    ``full=True`` classifies and times every line instead (the reference the
+    tests compare the fast path with).
+    """
     tracker = BootTracker()
     kept, rejects, ignored = [], [], []
     offset = 0
     for batch in _batches(path):
-        c = classify_lines(batch, offset=offset)
+        n = batch.len()
+        pre = _prefilter(batch).with_columns(
+            line_no=pl.int_range(offset + 1, offset + 1 + n, dtype=pl.Int64)
+        )
+        if full:
+            pre = pre.with_columns(cand=True)
+        cand = pre.get_column("cand")
+        c = _classify(batch.filter(cand), pre.get_column("line_no").filter(cand))
         if host is not None:
             c = c.with_columns(host=pl.col("host").fill_null(host))
         c = mark_bad_times(
             c.with_columns(wall_times(c, tz=tz, reference_date=ref, path=path))
         )
-        c = c.join(tracker.segment(c), on="line_no", how="left", maintain_order="left")
+        clock = pre.get_column("clock")
+        if full:
+            seg = tracker.segment(c)
+        elif clock.any():
+            m = tracker.number(
+                _clock_lines(
+                    batch.filter(clock), pre.get_column("line_no").filter(clock), host
+                )
+            )
+            _anchor_boots(tracker, m, batch, offset, tz=tz, ref=ref, path=path)
+            seg = m.select("line_no", "boot_no")
+        else:
+            seg = pl.DataFrame(schema={"line_no": pl.Int64, "boot_no": pl.Int64})
+        c = c.join(seg, on="line_no", how="left", maintain_order="left")
         bad = c.filter(pl.col("outcome") == "rejected")
         if bad.height:
             rejects.append(
@@ -552,12 +722,13 @@ def _parse(
         ignored.append(
             c.filter(pl.col("outcome") == "ignored").group_by("reason").len()
         )
+        ignored.append(_ignored_rest(pre))
         kept.append(
             c.filter(
                 (pl.col("outcome") == "event") | pl.col("reason").is_in(_KEEP_REASONS)
             )
         )
-        offset += batch.len()
+        offset += n
     rows = tracker.resolve(pl.concat(kept)) if kept else None
     if rows is None or rows.is_empty():
         events = pl.DataFrame()
@@ -700,12 +871,23 @@ def read_kernel(
 
     Notes
     -----
-    Files are streamed in batches of about 16 MB through
-    :func:`classify_lines`; only event lines and a few context lines (GPU
-    UUID maps, rate-limit notices) are held until the file ends, so memory is
-    bounded by the number of events, not of lines. Invalid UTF-8 bytes are
-    replaced by U+FFFD, never fatal. Rejected lines go to ``rejects`` with the
-    raw text; ignored lines are counted by reason in ``ignored``.
+    Files are streamed in batches of about 32 MB; only event lines and a few
+    context lines (GPU UUID maps, rate-limit notices) are held until the file
+    ends, so memory is bounded by the batch size and the number of events, not
+    of lines (``bench/bench_kernel_ingest.py``: about 0.45 GB peak RSS for a
+    1.2 GB, 10-million-line log). Invalid UTF-8 bytes are replaced by U+FFFD,
+    never fatal. Rejected lines go to ``rejects`` with the raw text; ignored
+    lines are counted by reason in ``ignored``.
+
+    Only lines containing a failure keyword (``Xid``, ``NVRM``, ``mlx5_``,
+    ``NCCL``, ``EDAC``, ...) go through :func:`classify_lines` and the time
+    parse; the others are counted as ``no_signal`` (or ``blank``) unparsed.
+    Lines with a kernel clock are read for their clock and host on every line,
+    so reboots are found as before, and the first line of each boot that also
+    carries a wall stamp anchors that boot. Hence ``tz``/``reference_date`` are
+    required only when a candidate or anchor line needs them, and a line
+    without a failure keyword whose date is invalid (Feb 29 of a common year)
+    is counted as ``no_signal``, not rejected.
 
     Examples
     --------
