@@ -2,13 +2,13 @@
 
 import csv
 import math
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from shared_paths import SHARED
 
 from relkit.checkpoint import (
     CheckpointIntervals,
@@ -26,7 +26,7 @@ from relkit.checkpoint import (
 from relkit.errors import InvalidParameterError, SchemaError
 from relkit.metrics import mtbf
 
-REFERENCE = Path("/work/shared/reference")
+REFERENCE = SHARED / "reference"
 
 
 def sig4(x: float) -> str:

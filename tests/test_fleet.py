@@ -5,6 +5,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from shared_paths import SHARED
 
 from relkit import fleet, metrics
 from relkit.errors import InsufficientDataError, SchemaError
@@ -296,7 +297,7 @@ def test_by_device_is_the_failing_device_when_assets_are_nodes(
     assert slot["n_failures"] == 2
 
 
-C03 = Path(__file__).parents[2] / "shared" / "cases" / "C03-xid-storm-dedup.log"
+C03 = SHARED / "cases" / "C03-xid-storm-dedup.log"
 
 
 @pytest.mark.skipif(not C03.exists(), reason="shared/cases not present")

@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shared_paths import SHARED
 
 from relkit.errors import InvalidParameterError, SchemaError
 from relkit.incidents import (
@@ -26,7 +27,7 @@ from relkit.incidents import (
 from relkit.schema import POLARS_SCHEMAS
 from relkit.taxonomy import mode_for_xid, table5_shape
 
-CASES = Path("/work/shared/cases")
+CASES = SHARED / "cases"
 EVENTS_SCHEMA = POLARS_SCHEMAS["events"]
 
 

@@ -14,12 +14,13 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shared_paths import SHARED
 
 from relkit.errors import IngestError
 from relkit.ingest.kernel import classify_lines, read_kernel, resolve_times
 from relkit.store import Store
 
-CASES = Path("/work/shared/cases")
+CASES = SHARED / "cases"
 DATA = Path(__file__).parent / "data"
 GPUD = Path(__file__).parents[1] / "datasets" / "gpud"
 C01 = CASES / "C01-xid-line-variants.log"

@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shared_paths import SHARED
 
 from relkit.errors import IngestError
 from relkit.ingest.nvsmi import (
@@ -27,7 +28,7 @@ from relkit.ingest.nvsmi import (
 from relkit.store import Store
 
 DATA = Path(__file__).parent / "data"
-SHARED_C06 = Path("/work/shared/cases/C06-nvidia-smi-ecc-remap.txt")
+SHARED_C06 = SHARED / "cases" / "C06-nvidia-smi-ecc-remap.txt"
 C06_PARTS = sorted(DATA.glob("nvsmi_c06_*.txt"))
 C06 = "".join(p.read_text() for p in C06_PARTS)
 H100 = (DATA / "nvsmi_h100_remap_failure.txt").read_text()

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from shared_paths import SHARED
 
 from relkit.ingest.kernel import classify_lines, read_kernel, resolve_times
 from relkit.store import Store
 
-LOGHUB = Path("/work/shared/datasets/loghub-hpc-logs")
+LOGHUB = SHARED / "datasets" / "loghub-hpc-logs"
 #: Contract table (CONTRACTS3.md): failure modes that do not count as failures.
 NOT_FAILURES = {
     "gpu/application_error",

@@ -3,7 +3,6 @@
 import importlib
 import math
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -11,7 +10,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from lifelines import WeibullFitter
+from shared_paths import SHARED
 
+import relkit.datasets as relkit_datasets
 from relkit import survival
 from relkit.errors import (
     ConvergenceError,
@@ -33,10 +34,8 @@ from relkit.survival import (
     validate_survival_table,
 )
 
-CASES = Path("/work/shared/cases")
-LANL = Path(
-    "/work/shared/datasets/lanl-failure-1996-2005/LA-UR-05-7318-failure-data-1996-2005.csv"
-)
+CASES = SHARED / "cases"
+LANL = relkit_datasets.path("lanl")  # the bundled copy of the LANL data
 
 # Oracle S1 (/work/shared/reference/README.md, "Survival oracles")
 S1_T = [120.0, 340, 510, 760, 980, 1150, 1400, 1720, 2000, 2000, 2000, 2000]
