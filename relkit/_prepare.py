@@ -200,23 +200,31 @@ def failure_records(
 
 
 def assumed_assets(events: pl.DataFrame, *, gpus_per_node: int = 8) -> pl.DataFrame:
-    """Assets assumed from the logs: every host seen, at risk over the log span.
+    """Assets assumed from the logs: every host seen, at risk over its logs' span.
 
-    Used when the store has no assets table; each row's ``attrs`` says
-    ``{"assumed": true}`` so results can be labelled as resting on it.
+    Used when the store has no assets table. A host is at risk from the first
+    to the last timed line of the log files (sources) it appears in, so an
+    unrelated file in the same store does not stretch its time at risk. Each
+    row's ``attrs`` says ``{"assumed": true}`` so results can be labelled.
     """
     from relkit.schema import POLARS_SCHEMAS
 
     timed = events.filter(pl.col("ts").is_not_null())
-    start = timed["ts"].min()
+    spans = timed.group_by("source_id").agg(
+        _first=pl.col("ts").min(), _last=pl.col("ts").max()
+    )
+    utc = POLARS_SCHEMAS["assets"]["in_service_ts"]
     hosts = (
-        timed.group_by("host")
-        .agg(pl.col("system").drop_nulls().first())
+        timed.select("host", "source_id", "system")
+        .join(spans, on="source_id", how="left", nulls_equal=True)
+        .group_by("host")
+        .agg(
+            system=pl.col("system").drop_nulls().first(),
+            in_service_ts=pl.col("_first").min().cast(utc),
+            out_of_service_ts=pl.col("_last").max().cast(utc),
+        )
         .sort("host")
         .with_columns(
-            in_service_ts=pl.lit(
-                start, dtype=POLARS_SCHEMAS["assets"]["in_service_ts"]
-            ),
             gpus=pl.lit(gpus_per_node, dtype=pl.Int32),
             attrs=pl.lit('{"assumed": true}'),
         )

@@ -60,7 +60,11 @@ def _emit(
         payload: object = rows[0] if isinstance(result, dict) else rows
         print(json.dumps(payload, indent=2, default=_json_default))
     elif fmt == "csv":
-        sys.stdout.write(frame.write_csv())
+        nested = [c for c, t in frame.schema.items() if t.is_nested()]
+        flat = frame.with_columns(
+            pl.col(c).cast(pl.List(pl.String)).list.join(";") for c in nested
+        )
+        sys.stdout.write(flat.write_csv())
     elif isinstance(result, dict):
         width = max(len(k) for k in result)
         for key, value in result.items():
@@ -160,6 +164,25 @@ def _open_tables(db: str) -> tuple[pl.DataFrame, pl.DataFrame]:
 
     with Store(db, read_only=True) as store:
         return store.table("events"), store.table("assets")
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Range checks of numeric and text options, with the flag in the message."""
+    for flag in ("window_min", "flap_debounce_min"):
+        value = getattr(args, flag, None)
+        if value is not None and not (0 <= value <= 1e7):
+            msg = (
+                f"--{flag.replace('_', '-')} {value} must be between 0 and 1e7 minutes"
+            )
+            raise RelkitError(msg)
+    gpus = getattr(args, "gpus_per_node", None)
+    if gpus is not None and not (1 <= gpus <= 1024):
+        msg = f"--gpus-per-node {gpus} must be a whole number from 1 to 1024"
+        raise RelkitError(msg)
+    host = getattr(args, "host", None)
+    if host is not None and not host.strip():
+        msg = "--host is empty; give the host name, e.g. --host gpu017"
+        raise RelkitError(msg)
 
 
 def _cmd_mtbf(args: argparse.Namespace) -> int:
@@ -457,6 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
+        _check_options(args)
         return func(args)
     except RelkitError as exc:
         print(f"relkit {args.verb}: error: {exc}", file=sys.stderr)

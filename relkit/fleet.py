@@ -318,7 +318,7 @@ def checkpoint_plan_by_system(
     nodes = exposure.build_exposure(assets, by=["system"], window_end=end).select(
         "system", n_nodes="n_units"
     )
-    by_system = mtbf_by(events, assets, by=["system"], window_end=end)
+    by_system = mtbf_by(events, assets, by=["system"], window_end=window_end)
     job = (
         by_system.filter(pl.col("n_failures") >= min_failures)
         .join(nodes, on="system", how="left")

@@ -159,6 +159,24 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "remapping recording event, 92 high single-bit ECC error rate.",
     ),
     (
+        "gpu/row_remap_failure",
+        "GPU HBM",
+        "hardware",
+        True,
+        "GPU HBM3 Memory",
+        "nvidia-smi -q 'Remapping Failure Occurred: Yes': the GPU ran out of spare "
+        "rows to remap a failing HBM row; the RMA signal.",
+    ),
+    (
+        "gpu/counter_reset",
+        "GPU",
+        "info",
+        False,
+        None,
+        "nvidia-smi -q volatile ECC counters dropped between snapshots: a GPU "
+        "reset, reboot or driver reload, not a failure.",
+    ),
+    (
         _UNKNOWN_XID,
         "GPU",
         "unknown",

@@ -372,3 +372,42 @@ def test_gpus_per_node_zero_is_a_message(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 1
     assert "--gpus-per-node" in err
     assert "Traceback" not in err
+
+
+def test_ingest_csv_output_flattens_lists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    csv = tmp_path / "events.csv"
+    csv.write_text("ts,host,failure_mode\n2025-01-01T10:00:00Z,gpu001,hardware/gpu\n")
+    code, out, err = run(
+        capsys,
+        "ingest",
+        "--db",
+        str(tmp_path / "s.duckdb"),
+        "--kind",
+        "events",
+        str(csv),
+        "--format",
+        "csv",
+    )
+    assert code == 0, err
+    header, row = out.strip().splitlines()
+    assert "replaced" in header.split(",")
+    assert row.split(",")[header.split(",").index("n_loaded")] == "1"
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (("incidents", "--window-min", "1e15"), "--window-min"),
+        (("mtbf", "--gpus-per-node", "0"), "--gpus-per-node"),
+        (("ingest", "--kind", "kernel", "--host", " ", "x.log"), "--host"),
+    ],
+)
+def test_out_of_range_options_name_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], flag: str
+) -> None:
+    code, _, err = run(capsys, argv[0], "--db", str(tmp_path / "s.duckdb"), *argv[1:])
+    assert code == 1
+    assert flag in err
+    assert "Traceback" not in err

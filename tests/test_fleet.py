@@ -317,3 +317,25 @@ def test_ref_c03_mtbf_counts_incidents_not_lines(tmp_path: Path) -> None:
     assert counts == {"gpu/fallen_off_bus": 1, "gpu/gsp_firmware": 1}
     assert out["exposure_basis"].unique().to_list() == [fleet.ASSUMED_BASIS]
     assert out["exposure_h"][0] == pytest.approx((2 * 3600 + 37 * 60 + 56) / 3600)
+
+
+@pytest.mark.skipif(not C03.exists(), reason="shared/cases not present")
+def test_assumed_exposure_is_each_hosts_own_log_span(tmp_path: Path) -> None:
+    """Another host's log, months later, leaves C03's host at risk over its own
+    log's span only (2.632 h); the lone-line host adds zero time at risk."""
+    from relkit.ingest import read_file
+    from relkit.store import Store
+
+    other = tmp_path / "other.log"
+    other.write_text(
+        "2025-08-01T00:00:00+00:00 gpu999 kernel: NVRM: Xid (PCI:0000:3b:00): 13, "
+        "Graphics Exception\n"
+    )
+    with Store(":memory:") as store:
+        read_file(store, C03, kind="kernel", tz="UTC", host="gpu001")
+        read_file(store, other, kind="kernel")
+        events, assets = store.table("events"), store.table("assets")
+    out = fleet.mtbf_by(events, assets, by=["host"])
+    gpu001 = out.filter(host="gpu001").row(0, named=True)
+    assert gpu001["exposure_h"] == pytest.approx((2 * 3600 + 37 * 60 + 56) / 3600)
+    assert gpu001["n_failures"] == 2

@@ -164,7 +164,7 @@ def test_ref_c06_timestamp_needs_tz(c06_file: Path) -> None:
     file, line 4 and the fix ``--tz ZONE``."""
     store = Store(":memory:")
     with pytest.raises(IngestError, match=r"--tz ZONE") as info:
-        read_nvsmi(store, c06_file)
+        read_nvsmi(store, c06_file, host="n1")
     assert info.value.line_no == 4
     assert info.value.path == str(c06_file)
     assert "Mon Jun  9 10:00:00 2025" in str(info.value)
@@ -266,7 +266,7 @@ def test_ref_malformed_counter_rejected() -> None:
     shell prompt before the banner (line 1) are rejected with line and reason; the
     value is null in the snapshot; 25 lines = 0 events + 23 ignored + 2 rejected."""
     store = Store(":memory:")
-    result = read_nvsmi(store, MALFORMED, tz="UTC")
+    result = read_nvsmi(store, MALFORMED, tz="UTC", host="n1")
     assert (result.n_lines, result.n_loaded, result.n_ignored, result.n_rejected) == (
         25,
         0,
@@ -288,12 +288,12 @@ def test_ref_malformed_counter_rejected() -> None:
 def test_ref_skip_refuse_replace(c06_file: Path) -> None:
     """Same bytes are skipped; a changed file is refused; replace re-reads it."""
     store = Store(":memory:")
-    read_nvsmi(store, c06_file, tz="UTC")
-    assert read_nvsmi(store, c06_file, tz="UTC").skipped
+    read_nvsmi(store, c06_file, tz="UTC", host="n1")
+    assert read_nvsmi(store, c06_file, tz="UTC", host="n1").skipped
     c06_file.write_text(C06 + _c06_third_block(dram_ue_1c=5))
     with pytest.raises(IngestError, match="--replace"):
-        read_nvsmi(store, c06_file, tz="UTC")
-    result = read_nvsmi(store, c06_file, tz="UTC", replace=True)
+        read_nvsmi(store, c06_file, tz="UTC", host="n1")
+    result = read_nvsmi(store, c06_file, tz="UTC", host="n1", replace=True)
     assert result.replaced == (1,)
     assert store.table("events").height == 3
     assert store.table("ignored")["n_lines"].to_list() == [210 - 3]
@@ -305,11 +305,11 @@ def test_ref_gzip_and_not_nvsmi(tmp_path: Path) -> None:
     log line) is refused with a pointer to --kind kernel."""
     gz = tmp_path / "smi.txt.gz"
     gz.write_bytes(gzip.compress(C06.encode()))
-    assert read_nvsmi(Store(":memory:"), gz, tz="UTC").n_loaded == 2
+    assert read_nvsmi(Store(":memory:"), gz, tz="UTC", host="n1").n_loaded == 2
     kern = tmp_path / "kern.log"
     kern.write_text("[  5.1] NVRM: Xid (PCI:0000:1b:00): 79, GPU has fallen off\n")
     with pytest.raises(IngestError, match="--kind kernel"):
-        read_nvsmi(Store(":memory:"), kern, tz="UTC")
+        read_nvsmi(Store(":memory:"), kern, tz="UTC", host="n1")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -347,7 +347,7 @@ def test_prop_every_line_counted_once(junk: list[str], at: int) -> None:
         path = Path(tmp) / "smi.txt"
         path.write_bytes(text.encode("utf-8", errors="replace"))
         store = Store(":memory:")
-        r = read_nvsmi(store, path, tz="UTC")
+        r = read_nvsmi(store, path, tz="UTC", host="n1")
         assert r.n_lines == len(lines) + len(junk)
         assert r.n_lines == r.n_loaded + r.n_ignored + r.n_rejected
         assert store.table("rejects").height == r.n_rejected
@@ -359,4 +359,12 @@ def test_binary_file_refused(tmp_path: Path) -> None:
     path = tmp_path / "smi.txt"
     path.write_bytes(C06.encode() + b"\x00\n")
     with pytest.raises(IngestError, match="binary"):
+        read_nvsmi(Store(":memory:"), path, tz="UTC")
+
+
+def test_host_is_required(tmp_path: Path) -> None:
+    """nvidia-smi -q never prints the host; events without one could not join."""
+    path = tmp_path / "smi.txt"
+    path.write_text(C06)
+    with pytest.raises(IngestError, match="--host NAME"):
         read_nvsmi(Store(":memory:"), path, tz="UTC")

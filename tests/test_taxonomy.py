@@ -41,6 +41,9 @@ CONTRACT_ROWS = {
     "gpu/sympathetic": ("info", False, None),
     "gpu/precursor": ("info", False, None),
     "gpu/unknown_xid": ("unknown", True, None),
+    # nvidia-smi -q signals (issue 3 §1): the RMA signal counts, a reset never does
+    "gpu/row_remap_failure": ("hardware", True, "GPU HBM3 Memory"),
+    "gpu/counter_reset": ("info", False, None),
     "nvswitch/sxid": ("hardware", True, "Network Switch/Cable"),
     "network/link_down": ("network", True, "Network Switch/Cable"),
     "network/link_up": ("info", False, None),

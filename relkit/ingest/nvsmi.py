@@ -756,11 +756,17 @@ def read_nvsmi(
     (5, 1, 4, 0)
     >>> store.table("events")["failure_mode"].to_list()
     ['gpu/row_remap_failure']
-    >>> read_nvsmi(store, f, tz="UTC").skipped
+    >>> read_nvsmi(store, f, tz="UTC", host="n1").skipped
     True
     """
     p = check_file(path)
     check_tz(path, tz)
+    if host is None or not host.strip():
+        msg = (
+            "nvidia-smi -q output never names its host, and the events must join "
+            "the host's other logs and assets: pass --host NAME (library: host=)."
+        )
+        raise IngestError(path, msg)
     options = {"tz": tz, "host": host}
     sha = file_sha256(p)
     resolved = str(p.resolve())
