@@ -515,3 +515,24 @@ def test_ref_no_signal_lines_need_no_time(tmp_path: Path) -> None:
         ign = dict(store.table("ignored").select("reason", "n_lines").iter_rows())
     assert (r.n_lines, r.n_loaded, r.n_ignored, r.n_rejected) == (3, 0, 3, 0)
     assert ign == {"blank": 1, "no_signal": 2}
+
+
+def test_broken_clocks_are_rejected_or_kept_without_time(tmp_path: Path) -> None:
+    """Year 10000 and year 1 stamps are an unset/broken clock: rejected with the
+    reason; a dmesg clock of 1e20 s gives no wall time (kept, flagged), never a
+    crash. Found by a break-it review."""
+    log = tmp_path / "edge.log"
+    log.write_text(
+        "9999-12-31T23:59:59-1400 h kernel: NVRM: Xid (PCI:0000:3b:00): 79, x\n"
+        "0001-01-01T00:00:00+1400 h kernel: NVRM: Xid (PCI:0000:3b:00): 79, x\n"
+        "2025-01-01T00:00:00+0000 h kernel: NVRM: Xid (PCI:0000:3b:00): 79, x\n"
+        "[99999999999999999999.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, x\n"
+    )
+    with Store(":memory:") as store:
+        (r,) = read_kernel(store, log, host="h")
+        rejects = store.table("rejects")
+        events = store.table("events").sort("line_no")
+    assert (r.n_lines, r.n_loaded, r.n_rejected) == (4, 2, 2)
+    assert rejects["line_no"].to_list() == [1, 2]
+    assert rejects["reason"].str.contains("outside 1970-2199").all()
+    assert events["flags"].to_list() == [None, "no_wall_time"]

@@ -368,3 +368,19 @@ def test_host_is_required(tmp_path: Path) -> None:
     path.write_text(C06)
     with pytest.raises(IngestError, match="--host NAME"):
         read_nvsmi(Store(":memory:"), path, tz="UTC")
+
+
+def test_counter_beyond_int64_is_rejected(tmp_path: Path) -> None:
+    """A counter of 10**26 cannot be a real count: a reject with its line."""
+    path = tmp_path / "smi.txt"
+    path.write_text(
+        C06.replace(
+            "DRAM Uncorrectable            : 3",
+            "DRAM Uncorrectable            : " + "9" * 26,
+            1,
+        )
+    )
+    store = Store(":memory:")
+    r = read_nvsmi(store, path, tz="UTC", host="n1")
+    assert r.n_rejected == 1
+    assert "2**63" in store.table("rejects")["reason"][0]

@@ -252,7 +252,7 @@ class BootTracker:
             .agg(pl.col("wall_ts").first(), pl.col("mono").first())
             .with_columns(
                 boot_us=pl.col("wall_ts").dt.epoch("us")
-                - (pl.col("mono") * 1e6).round().cast(pl.Int64)
+                - (pl.col("mono") * 1e6).round().cast(pl.Int64, strict=False)
             )
         )
         for hkey, seg, boot in anchors.select("hkey", "boot_no", "boot_us").iter_rows():
@@ -276,7 +276,10 @@ class BootTracker:
             anchors, on=["hkey", "boot_no"], how="left", maintain_order="left"
         )
         from_boot = (
-            (pl.col("boot_us") + (pl.col("mono_s") * 1e6).round().cast(pl.Int64))
+            (
+                pl.col("boot_us")
+                + (pl.col("mono_s") * 1e6).round().cast(pl.Int64, strict=False)
+            )
             .cast(pl.Datetime("us"))
             .dt.replace_time_zone("UTC")
         )
@@ -388,13 +391,34 @@ def resolve_times(
     return out.drop("wall_ts", "bad_time", "dst_flag")
 
 
+#: Wall times outside [1970, 2200) are a broken clock, not a failure's time.
+_EARLIEST = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_LATEST = dt.datetime(2200, 1, 1, tzinfo=dt.UTC)
+
+
 def mark_bad_times(frame: pl.DataFrame) -> pl.DataFrame:
     """Turn lines whose wall text is no valid instant into ``rejected``."""
-    bad = pl.col("bad_time")
-    reason = pl.format(
-        "time {} is not a valid date (Feb 29 outside a leap year, or day out of "
-        "range); the line was not read",
-        pl.col("wall"),
+    wall_ts = pl.col("wall_ts")
+    out_of_range = wall_ts.is_not_null() & (
+        (wall_ts < _EARLIEST) | (wall_ts >= _LATEST)
+    )
+    bad = pl.col("bad_time") | out_of_range
+    reason = (
+        pl.when(out_of_range)
+        .then(
+            pl.format(
+                "time {} is outside 1970-2199 (an unset or broken clock); fix the "
+                "clock's lines or drop them",
+                pl.col("wall"),
+            )
+        )
+        .otherwise(
+            pl.format(
+                "time {} is not a valid date (Feb 29 outside a leap year, or day out "
+                "of range); the line was not read",
+                pl.col("wall"),
+            )
+        )
     )
     return frame.with_columns(
         outcome=pl.when(bad).then(pl.lit("rejected")).otherwise(pl.col("outcome")),

@@ -232,7 +232,12 @@ def _value(kind: str, raw: str) -> tuple[Any, str | None]:
     if v in _NOT_AVAILABLE:
         return None, None
     if kind == "count":
-        return (int(v), None) if _INT_RE.match(v) else (None, "an integer or N/A")
+        if not _INT_RE.match(v):
+            return None, "an integer or N/A"
+        n = int(v)
+        if not -(2**63) <= n < 2**63:  # the events and snapshot columns are Int64
+            return None, "an integer below 2**63 (a counter that large is corrupt)"
+        return n, None
     if v in ("Yes", "No"):
         return v == "Yes", None
     return None, "Yes, No or N/A"
