@@ -190,8 +190,11 @@ def _write_report(
         (
             "Data",
             _html.table_html(sources.drop("sha256", "options"))
-            + f"<p>{events.height:,} failure events, {assets.height:,} units at risk, "
-            f"{rejects.height:,} rejected input lines. Observation ends {end}.</p>",
+            + f"<p>{events.height:,} events, counted as {overall['n_failures']:,} "
+            "failures (log lines folded into incidents); "
+            f"{assets.height:,} assets rows, exposure basis: "
+            f"{overall['exposure_basis']}; {rejects.height:,} rejected input lines. "
+            f"Observation ends {end}.</p>",
         )
     )
     sections.append(

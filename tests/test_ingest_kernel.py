@@ -536,3 +536,22 @@ def test_broken_clocks_are_rejected_or_kept_without_time(tmp_path: Path) -> None
     assert rejects["line_no"].to_list() == [1, 2]
     assert rejects["reason"].str.contains("outside 1970-2199").all()
     assert events["flags"].to_list() == [None, "no_wall_time"]
+
+
+def test_directory_tree_and_rotated_logs_share_the_host(tmp_path: Path) -> None:
+    """Rotated files (gpu017.log, .log.1, .log.2.gz) are one host; subdirectories
+    are read too; documentation files are skipped."""
+    line = "[Sun Feb 23 16:24:18 2025] NVRM: Xid (PCI:0000:9b:00): 79, x\n"
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "gpu017.log").write_text(line)
+    (tmp_path / "gpu017.log.1").write_text(line.replace("16:24", "15:24"))
+    (tmp_path / "a" / "gpu017.log.2.gz").write_bytes(
+        gzip.compress(line.replace("16:24", "14:24").encode())
+    )
+    (tmp_path / "a" / "b" / "gpu018.log").write_text(line.replace("16:24", "13:24"))
+    (tmp_path / "README.md").write_text("Xid (PCI:0000:9b:00): 79 in prose\n")
+    with Store(":memory:") as store:
+        results = read_kernel(store, tmp_path, tz="UTC", host_from_filename=True)
+        hosts = store.table("events")["host"].to_list()
+    assert len(results) == 4
+    assert sorted(hosts) == ["gpu017", "gpu017", "gpu017", "gpu018"]

@@ -20,6 +20,7 @@ boot is parsed as its anchor. Other lines are counted as ``no_signal`` (or
 
 import datetime as dt
 import gzip
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -543,10 +544,14 @@ def _batches(path: Path, batch_bytes: int = BATCH_BYTES) -> Iterator[pl.Series]:
 
 
 def _file_host(path: Path) -> str:
-    """Host name from a file name: ``host-a.log.gz`` -> ``host-a``."""
+    """Host name from a file name, rotations included.
+
+    ``host-a.log.gz``, ``host-a.log.1`` and ``host-a.log.2.gz`` all give
+    ``host-a``: compression, rotation numbers and log suffixes are removed.
+    """
     name = path.name
-    for suffix in (".gz", ".log", ".txt", ".out", ".dmesg", ".syslog"):
-        name = name.removesuffix(suffix)
+    for _ in range(4):  # e.g. .log.2.gz: strip in any order, a few layers deep
+        name = re.sub(r"\.(gz|log|txt|out|dmesg|syslog|\d+)$", "", name)
     return name
 
 
@@ -908,8 +913,9 @@ def read_kernel(
     if p.is_dir():
         files = sorted(
             f
-            for f in p.iterdir()
+            for f in p.rglob("*")
             if f.is_file()
+            and not any(part.startswith(".") for part in f.relative_to(p).parts)
             and not f.name.startswith(".")
             and f.suffix.lower() not in _NOT_LOGS
             and f.stem.upper() not in _DOC_STEMS
