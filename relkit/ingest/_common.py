@@ -54,7 +54,8 @@ class IngestResult:
     source_id : int or None
         The new ``sources`` row, or None when the file was skipped.
     n_lines : int
-        Data lines (records) in the file; ``n_loaded + n_rejected`` always.
+        Data lines (records) in the file; ``n_loaded + n_ignored + n_rejected``
+        always.
     n_loaded : int
         Records that became rows of the target table.
     n_rejected : int
@@ -70,6 +71,9 @@ class IngestResult:
     replaced : tuple of int, default ()
         ``source_id`` of the earlier sources whose rows were dropped before this
         read (``replace=True`` only).
+    n_ignored : int, default 0
+        Lines recognised as noise (kernel and nvidia-smi logs), counted by reason
+        in the ``ignored`` table; 0 for table kinds.
     """
 
     path: str
@@ -81,6 +85,7 @@ class IngestResult:
     skipped: bool
     note: str | None = None
     replaced: tuple[int, ...] = ()
+    n_ignored: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as a plain dict (for JSON output).
@@ -113,6 +118,7 @@ class Parsed:
     rejects: pl.DataFrame  # line_no, reason, raw
     options: dict[str, Any]
     n_loaded: int
+    ignored: pl.DataFrame | None = None  # reason, n_lines (noise counted, not kept)
 
 
 # -- files ---------------------------------------------------------------------------
@@ -518,10 +524,13 @@ def ingest(
     drop = tuple(sorted(r["source_id"] for r in same_path + same_bytes))
     parsed = parse(p)
     n_rejected = parsed.rejects.height
-    if parsed.n_loaded + n_rejected != parsed.n_lines:  # pragma: no cover - a bug
+    ignored = parsed.ignored
+    n_ignored = 0 if ignored is None else int(ignored["n_lines"].sum())
+    if parsed.n_loaded + n_ignored + n_rejected != parsed.n_lines:  # pragma: no cover
         msg = (
-            f"internal error: {parsed.n_lines} records but {parsed.n_loaded} loaded + "
-            f"{n_rejected} rejected. Please report this with the file."
+            f"internal error: {parsed.n_lines} lines but {parsed.n_loaded} loaded + "
+            f"{n_ignored} ignored + {n_rejected} rejected. Please report this with "
+            "the file."
         )
         raise IngestError(path, msg)
     with store.transaction():
@@ -531,6 +540,8 @@ def ingest(
         store.append(
             "rejects", parsed.rejects.with_columns(source_id=pl.lit(source_id))
         )
+        if ignored is not None:
+            store.append("ignored", ignored.with_columns(source_id=pl.lit(source_id)))
         got = store.add_source(
             str(path),
             sha256=sha,
@@ -539,6 +550,7 @@ def ingest(
             n_lines=parsed.n_lines,
             n_loaded=parsed.n_loaded,
             n_rejected=n_rejected,
+            n_ignored=n_ignored,
         )
         if got != source_id:  # pragma: no cover - concurrent writer
             msg = "the store changed during ingest; retry with one writer at a time."
@@ -558,4 +570,5 @@ def ingest(
         skipped=False,
         note=note,
         replaced=drop,
+        n_ignored=n_ignored,
     )

@@ -32,11 +32,9 @@ from relkit.errors import IngestError
 from relkit.ingest import _kernel_patterns as kp
 from relkit.ingest._common import (
     IngestResult,
-    _changed_message,
-    _earlier,
-    _skip_note,
-    check_file,
+    Parsed,
     check_tz,
+    ingest,
 )
 from relkit.ingest._kernel_time import (
     BootTracker,
@@ -47,10 +45,9 @@ from relkit.ingest._kernel_time import (
     resolve_times,
     wall_times,
 )
-from relkit.store import Store, file_sha256
+from relkit.store import Store
 
 __all__ = [
-    "KernelIngestResult",
     "classify_lines",
     "link_context",
     "read_kernel",
@@ -89,38 +86,6 @@ _SIGNAL_COLS = [
     for c in _OUT_SCHEMA
     if c not in ("line_no", "framing", "mono_s", "wall", "host", "flags", "line_hash")
 ]
-
-
-@dataclass(frozen=True)
-class KernelIngestResult(IngestResult):
-    """What one kernel-log file's ingest did (:class:`IngestResult` + ignored).
-
-    Parameters
-    ----------
-    path : str
-        The file as given.
-    kind : str
-        Always ``"kernel"``.
-    source_id : int or None
-        The new ``sources`` row, or None when the file was skipped.
-    n_lines : int
-        Lines in the file; ``n_loaded + n_ignored + n_rejected`` always.
-    n_loaded : int
-        Lines that became ``events`` rows.
-    n_rejected : int
-        Lines written to ``rejects`` with a reason and the raw text.
-    skipped : bool
-        True if the same bytes were already ingested as ``kernel``.
-    note : str or None, default None
-        Why a skipped file was not re-read, or which sources ``replace`` dropped.
-    replaced : tuple of int, default ()
-        ``source_id`` of the earlier sources dropped (``replace=True`` only).
-    n_ignored : int, default 0
-        Lines recognised as noise, counted by reason in the ``ignored`` table;
-        ``n_lines == n_loaded + n_ignored + n_rejected``.
-    """
-
-    n_ignored: int = 0
 
 
 def _xid_modes() -> dict[int, str]:
@@ -832,7 +797,7 @@ def read_kernel(
     host: str | None = None,
     host_from_filename: bool = False,
     replace: bool = False,
-) -> list[KernelIngestResult]:
+) -> list[IngestResult]:
     r"""Ingest kernel/syslog logs (a file, a .gz file or a directory of them).
 
     Parameters
@@ -860,7 +825,7 @@ def read_kernel(
 
     Returns
     -------
-    list of KernelIngestResult
+    list of IngestResult
         One per file: ``path, kind="kernel", source_id, n_lines, n_loaded,
         n_rejected, skipped, note, replaced, n_ignored`` with ``n_lines ==
         n_loaded + n_ignored + n_rejected``.
@@ -949,62 +914,25 @@ def _read_one(
     ref: dt.date | None,
     host: str | None,
     replace: bool,
-) -> KernelIngestResult:
+) -> IngestResult:
     """Check, hash, skip or refuse, parse and write one kernel-log file."""
-    p = check_file(path)
-    sha = file_sha256(p)
-    resolved = str(p.resolve())
-    options = options_dict(tz, ref, host)
-    same_path, same_bytes = _earlier(store, KIND, sha, resolved)
-    if not replace and same_bytes:
-        note = _skip_note(same_bytes[0], resolved, options)
-        return KernelIngestResult(
-            str(path), KIND, None, 0, 0, 0, skipped=True, note=note
-        )
-    if not replace and same_path:
-        raise IngestError(path, _changed_message(same_path))
-    drop = tuple(sorted(r["source_id"] for r in same_path + same_bytes))
-    parsed = _parse(p, tz=tz, ref=ref, host=host)
-    n_loaded = parsed.events.height
-    n_ignored = int(parsed.ignored.get_column("n_lines").sum())
-    n_rejected = parsed.rejects.height
-    if n_loaded + n_ignored + n_rejected != parsed.n_lines:  # pragma: no cover - a bug
-        msg = (
-            f"internal error: {parsed.n_lines} lines but {n_loaded} events + "
-            f"{n_ignored} ignored + {n_rejected} rejected. Please report this."
-        )
-        raise IngestError(path, msg)
-    with store.transaction():
-        source_id = store.next_source_id()
-        sid = pl.lit(source_id)
-        if n_loaded:
-            store.append("events", parsed.events.with_columns(source_id=sid))
-        store.append("rejects", parsed.rejects.with_columns(source_id=sid))
-        store.append("ignored", parsed.ignored.with_columns(source_id=sid))
-        store.add_source(
-            str(path),
-            sha256=sha,
-            kind=KIND,
-            options={**options, "resolved_path": resolved},
+
+    def parse(p: Path) -> Parsed:
+        parsed = _parse(p, tz=tz, ref=ref, host=host)
+        return Parsed(
             n_lines=parsed.n_lines,
-            n_loaded=n_loaded,
-            n_rejected=n_rejected,
-            n_ignored=n_ignored,
+            tables={"events": parsed.events},
+            rejects=parsed.rejects,
+            options={},
+            n_loaded=parsed.events.height,
+            ignored=parsed.ignored,
         )
-        store.drop_sources(drop)
-    note = None
-    if drop:
-        ids = ", ".join(map(str, drop))
-        note = f"replaced source{'s' if len(drop) > 1 else ''} {ids} (rows dropped)"
-    return KernelIngestResult(
-        str(path),
-        KIND,
-        source_id,
-        parsed.n_lines,
-        n_loaded,
-        n_rejected,
-        skipped=False,
-        note=note,
-        replaced=drop,
-        n_ignored=n_ignored,
+
+    return ingest(
+        store,
+        path,
+        kind=KIND,
+        options=options_dict(tz, ref, host),
+        parse=parse,
+        replace=replace,
     )

@@ -23,19 +23,17 @@ import polars as pl
 from relkit.errors import IngestError
 from relkit.ingest._common import (
     IngestResult,
-    _changed_message,
-    _earlier,
-    _skip_note,
+    Parsed,
     check_file,
     check_tz,
     file_format,
+    ingest,
     localize,
 )
 from relkit.schema import POLARS_SCHEMAS, UTC, require_columns
-from relkit.store import Store, file_sha256
+from relkit.store import Store
 
 __all__ = [
-    "NvsmiIngestResult",
     "normalize_pci",
     "nvsmi_events",
     "parse_nvsmi",
@@ -114,42 +112,6 @@ SNAPSHOT_SCHEMA = pl.Schema(
 _EVENT_SCHEMA = pl.Schema(
     {c: t for c, t in POLARS_SCHEMAS["events"].items() if c != "source_id"}
 )
-
-
-@dataclass(frozen=True)
-class NvsmiIngestResult(IngestResult):
-    """What one ``nvidia-smi -q`` file's ingest did, with its ignored lines.
-
-    An :class:`~relkit.ingest.IngestResult` plus ``n_ignored``: here
-    ``n_lines == n_loaded + n_ignored + n_rejected``.
-
-    Parameters
-    ----------
-    path : str
-        The file as given.
-    kind : str
-        Always ``"nvsmi"``.
-    source_id : int or None
-        The new ``sources`` row, or None when the file was skipped.
-    n_lines : int
-        Physical lines in the file (after gzip decompression).
-    n_loaded : int
-        Lines that became an event (one event per line).
-    n_rejected : int
-        Lines written to ``rejects`` with a reason.
-    skipped : bool
-        True if the same bytes were already ingested as ``nvsmi``.
-    note : str or None, default None
-        Why a skipped file was not re-read, or which sources ``replace`` dropped.
-    replaced : tuple of int, default ()
-        ``source_id`` of the earlier sources dropped (``replace=True`` only).
-    n_ignored : int, default 0
-        Lines read as part of a snapshot that produced no event (banner, block
-        header, GPU sections, blank lines), counted in ``ignored`` under the
-        reason ``"nvsmi snapshot line"``.
-    """
-
-    n_ignored: int = 0
 
 
 # -- parsing --------------------------------------------------------------------------
@@ -699,7 +661,7 @@ def read_nvsmi(
     tz: str | None = None,
     host: str | None = None,
     replace: bool = False,
-) -> NvsmiIngestResult:
+) -> IngestResult:
     r"""Ingest one ``nvidia-smi -q`` file (``--kind nvsmi``): events, ignored, rejects.
 
     Parameters
@@ -720,7 +682,7 @@ def read_nvsmi(
 
     Returns
     -------
-    NvsmiIngestResult
+    IngestResult
         ``n_lines == n_loaded + n_ignored + n_rejected``: each event
         (:func:`nvsmi_events`) is one line (``n_loaded``); every other line of a
         block (banner, header, GPU sections, blanks) is ignored with reason
@@ -772,71 +734,40 @@ def read_nvsmi(
             "the host's other logs and assets: pass --host NAME (library: host=)."
         )
         raise IngestError(path, msg)
-    options = {"tz": tz, "host": host}
-    sha = file_sha256(p)
-    resolved = str(p.resolve())
-    same_path, same_bytes = _earlier(store, KIND, sha, resolved)
-    if not replace and same_bytes:
-        note = _skip_note(same_bytes[0], resolved, options)
-        return NvsmiIngestResult(
-            str(path), KIND, None, 0, 0, 0, skipped=True, note=note
-        )
-    if not replace and same_path:
-        raise IngestError(path, _changed_message(same_path))
-    drop = tuple(sorted(r["source_id"] for r in same_path + same_bytes))
 
-    scan = _scan(_read_lines(p), tz=tz, source=str(path))
-    events = nvsmi_events(_snapshot_frame(scan, tz), host=host)
-    rejects = pl.DataFrame(
-        scan.rejects,
-        schema={"line_no": pl.Int64, "reason": pl.String, "raw": pl.String},
-        orient="row",
-    )
-    event_lines = set(events["line_no"].to_list())
-    if len(event_lines) != events.height or event_lines & set(
-        rejects["line_no"].to_list()
-    ):  # pragma: no cover - a bug
-        msg = "internal error: a line counted twice. Please report this with the file."
-        raise IngestError(path, msg)
-    n_ignored = scan.n_lines - events.height - rejects.height
-    ignored = pl.DataFrame(
-        {"reason": [IGNORED_REASON], "n_lines": [n_ignored]}
-        if n_ignored
-        else {"reason": [], "n_lines": []},
-        schema={"reason": pl.String, "n_lines": pl.Int64},
-    )
-    with store.transaction():
-        source_id = store.next_source_id()
-        for name, frame in (("events", events), ("rejects", rejects)):
-            store.append(name, frame.with_columns(source_id=pl.lit(source_id)))
-        store.append("ignored", ignored.with_columns(source_id=pl.lit(source_id)))
-        got = store.add_source(
-            str(path),
-            sha256=sha,
-            kind=KIND,
-            options={**options, "resolved_path": resolved},
-            n_lines=scan.n_lines,
-            n_loaded=events.height,
-            n_rejected=rejects.height,
-            n_ignored=n_ignored,
+    def parse(p: Path) -> Parsed:
+        scan = _scan(_read_lines(p), tz=tz, source=str(path))
+        events = nvsmi_events(_snapshot_frame(scan, tz), host=host)
+        rejects = pl.DataFrame(
+            scan.rejects,
+            schema={"line_no": pl.Int64, "reason": pl.String, "raw": pl.String},
+            orient="row",
         )
-        if got != source_id:  # pragma: no cover - concurrent writer
-            msg = "the store changed during ingest; retry with one writer at a time."
+        event_lines = set(events["line_no"].to_list())
+        if len(event_lines) != events.height or event_lines & set(
+            rejects["line_no"].to_list()
+        ):  # pragma: no cover - a bug
+            msg = "internal error: a line counted twice. Please report this with it."
             raise IngestError(path, msg)
-        store.drop_sources(drop)
-    note = None
-    if drop:
-        ids = ", ".join(map(str, drop))
-        note = f"replaced source{'s' if len(drop) > 1 else ''} {ids} (rows dropped)"
-    return NvsmiIngestResult(
-        str(path),
-        KIND,
-        source_id,
-        scan.n_lines,
-        events.height,
-        rejects.height,
-        skipped=False,
-        note=note,
-        replaced=drop,
-        n_ignored=n_ignored,
+        n_ignored = scan.n_lines - events.height - rejects.height
+        ignored = pl.DataFrame(
+            {"reason": [IGNORED_REASON], "n_lines": [n_ignored]},
+            schema={"reason": pl.String, "n_lines": pl.Int64},
+        ).filter(pl.col("n_lines") > 0)
+        return Parsed(
+            n_lines=scan.n_lines,
+            tables={"events": events},
+            rejects=rejects,
+            options={},
+            n_loaded=events.height,
+            ignored=ignored,
+        )
+
+    return ingest(
+        store,
+        p,
+        kind=KIND,
+        options={"tz": tz, "host": host},
+        parse=parse,
+        replace=replace,
     )

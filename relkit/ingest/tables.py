@@ -395,7 +395,8 @@ def read_events(
     >>> store = Store(":memory:")
     >>> read_events(store, d / "ev.csv").to_dict()  # doctest: +NORMALIZE_WHITESPACE
     {'path': '...ev.csv', 'kind': 'events', 'source_id': 1, 'n_lines': 2,
-     'n_loaded': 1, 'n_rejected': 1, 'skipped': False, 'note': None, 'replaced': []}
+     'n_loaded': 1, 'n_rejected': 1, 'skipped': False, 'note': None, 'replaced': [],
+     'n_ignored': 0}
     >>> store.table("events")["ts"].to_list()
     [datetime.datetime(2024, 3, 1, 11, 0, tzinfo=zoneinfo.ZoneInfo(key='UTC'))]
     >>> store.table("rejects")["reason"].to_list()
