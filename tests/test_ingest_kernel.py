@@ -80,9 +80,10 @@ def test_ref_c01_uuid_map_line_gives_uuid_and_is_no_event() -> None:
 
 @needs_cases
 def test_ref_c01_xid149_subcode_severity_link() -> None:
-    """C01: Xid 149 keeps NETIR_LINK_EVT, severity Fatal and link 7."""
+    """C01: Xid 149 keeps NETIR_LINK_EVT, the line's 'Fatal' as severity fatal (the
+    lower-case vocabulary of relkit.taxonomy.SEVERITIES) and link 7."""
     row = classify_lines(_lines(C01)).filter(pl.col("code") == "149").row(0, named=True)
-    assert row["severity"] == "Fatal"
+    assert row["severity"] == "fatal"
     assert row["detail"].startswith("NETIR_LINK_EVT Fatal")
     assert "Link 07" in row["detail"]
 
@@ -489,14 +490,14 @@ def test_prop_clock_lines_agree_with_framing(head: str, msg: str) -> None:
 @given(data=st.lists(_line, max_size=40))
 def test_prop_fast_split_equals_exact_split(data: list[bytes]) -> None:
     """The CSV-reader split of a block equals the exact decode-and-split."""
-    from relkit.ingest import kernel
+    from relkit.ingest import _kernel_read
 
     block = b"\n".join([*data, b""])
     if not block:
         return
     exact = block.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
     expected = [s.removesuffix("\r") for s in exact.split("\n")[:-1]]
-    assert kernel._split(block).to_list() == expected
+    assert _kernel_read.split_block(block).to_list() == expected
 
 
 def test_ref_no_signal_lines_need_no_time(tmp_path: Path) -> None:
@@ -555,3 +556,40 @@ def test_directory_tree_and_rotated_logs_share_the_host(tmp_path: Path) -> None:
         hosts = store.table("events")["host"].to_list()
     assert len(results) == 4
     assert sorted(hosts) == ["gpu017", "gpu017", "gpu017", "gpu018"]
+
+
+@needs_cases
+def test_ref_c05_log_end_is_the_last_line_time() -> None:
+    """C05: the log's observation ends at its last line (host-b's CRON line at
+    2025-05-02T12:00:00Z, which names no failure), not at the last event (the
+    11:30 Link down), so an open incident's down time can run to 12:00."""
+    with Store(":memory:") as store:
+        read_kernel(store, C05)
+        opts = store.table("sources").get_column("options").to_list()
+    assert '"log_end_ts": "2025-05-02T12:00:00+00:00"' in opts[0]
+
+
+def test_log_end_from_a_boot_anchor_and_a_kernel_clock(tmp_path: Path) -> None:
+    """A last line with only a kernel clock ends the log at its boot's anchor +
+    clock. Hand computation for tests/data/kernel_reboot.log: line 1 anchors the
+    first boot, 10:21:40 local (UTC) - 9912.004711 s; the clock then falls back
+    (line 3), a new boot with no walled line, so line 4 has no time and the log
+    end is None. Dropping the reboot lines, line 2's [9950.0] gives
+    10:21:40 + (9950 - 9912.004711) s = 10:22:17.995289Z."""
+    lines = (DATA / "kernel_reboot.log").read_text().splitlines()
+    with Store(":memory:") as store:
+        read_kernel(
+            store,
+            DATA / "kernel_reboot.log",
+            tz="UTC",
+            reference_date="2025-03-05",
+            host="host-a",
+        )
+        opts = store.table("sources").get_column("options").to_list()
+    assert "log_end_ts" not in opts[0]
+    short = tmp_path / "host-a.log"
+    short.write_text("\n".join(lines[:2]) + "\n\n")
+    with Store(":memory:") as store:
+        read_kernel(store, short, tz="UTC", reference_date="2025-03-05", host="host-a")
+        opts = store.table("sources").get_column("options").to_list()
+    assert '"log_end_ts": "2025-03-04T10:22:17.995289+00:00"' in opts[0]

@@ -11,6 +11,7 @@ import json
 import re
 import zoneinfo
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -501,8 +502,9 @@ def ingest(
     *,
     kind: str,
     options: dict[str, Any],
-    parse: Callable[[Path], Parsed],
+    parse: Callable[..., Parsed | None],
     replace: bool = False,
+    overlap_hash: bool = False,
 ) -> IngestResult:
     """Check, hash, skip if known, refuse if changed, parse and write one file.
 
@@ -511,18 +513,50 @@ def ingest(
     path before but changed since is refused. With ``replace``, the earlier
     sources of the same path or the same bytes lose their rows, in the same
     transaction that writes the new ones.
+
+    With ``overlap_hash``, the file is hashed in a thread while ``parse(path,
+    keep_going)`` runs; ``parse`` must call ``keep_going()`` between batches and
+    return None when it says stop (the file is then skipped or refused as
+    without overlap). For large logs this hides most of the hash's cost.
     """
     p = check_file(path)
-    sha = file_sha256(p)
     resolved = str(p.resolve())
-    same_path, same_bytes = _earlier(store, kind, sha, resolved)
-    if not replace and same_bytes:
-        note = _skip_note(same_bytes[0], resolved, options)
-        return IngestResult(str(path), kind, None, 0, 0, 0, skipped=True, note=note)
-    if not replace and same_path:
-        raise IngestError(path, _changed_message(same_path))
-    drop = tuple(sorted(r["source_id"] for r in same_path + same_bytes))
-    parsed = parse(p)
+
+    def decide(sha: str) -> tuple[IngestResult | None, tuple[int, ...]]:
+        same_path, same_bytes = _earlier(store, kind, sha, resolved)
+        if not replace and same_bytes:
+            note = _skip_note(same_bytes[0], resolved, options)
+            skip = IngestResult(str(path), kind, None, 0, 0, 0, skipped=True, note=note)
+            return skip, ()
+        if not replace and same_path:
+            raise IngestError(path, _changed_message(same_path))
+        return None, tuple(sorted(r["source_id"] for r in same_path + same_bytes))
+
+    if overlap_hash:
+        # hash in a thread while parsing (hashlib releases the GIL); the parse
+        # asks keep_going() between batches and stops once the hash says skip
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            future = pool.submit(file_sha256, p)
+            verdict: list[tuple[IngestResult | None, tuple[int, ...]]] = []
+
+            def keep_going() -> bool:
+                if future.done() and not verdict:
+                    verdict.append(decide(future.result()))
+                return not verdict or verdict[0][0] is None
+
+            maybe = parse(p, keep_going)  # type: ignore[call-arg]
+            sha = future.result()
+        skip, drop = verdict[0] if verdict else decide(sha)
+        if skip is not None:
+            return skip
+        assert maybe is not None  # keep_going stops only for a skip
+        parsed = maybe
+    else:
+        sha = file_sha256(p)
+        skip, drop = decide(sha)
+        if skip is not None:
+            return skip
+        parsed = parse(p)
     n_rejected = parsed.rejects.height
     ignored = parsed.ignored
     n_ignored = 0 if ignored is None else int(ignored["n_lines"].sum())

@@ -4,25 +4,24 @@
 Python loop per line): it finds each line's framing (``dmesg``, ``dmesg -T``,
 RFC 3164, ISO/RFC 3339, ``/dev/kmsg``, and the loghub BGL/Thunderbird/HPC
 shapes), then the signal in the message (NVIDIA Xid and SXid, GPU fallen off the
-bus, mlx5 link/module/PCIe events, NCCL errors and watchdog timeouts, EDAC and
-MCE). :func:`relkit.ingest._kernel_time.resolve_times` turns the framing's time
-fields into UTC without guessing. Both stay the full, every-line classifier
-(the loghub host/time agreement test uses them).
+bus or not initialised at boot, mlx5 link/module/PCIe events, NCCL errors and
+watchdog timeouts, EDAC and MCE). :func:`relkit.ingest._kernel_time.resolve_times`
+turns the framing's time fields into UTC without guessing. Both stay the full,
+every-line classifier (the loghub host/time agreement test uses them).
 
-:func:`read_kernel` streams a plain, gzip or directory input in batches through
-a fast path with the same events, rejects and ignored counts on failure lines:
-cheap vectorised tests mark keyword candidates and lines carrying a kernel
-clock; only candidates are classified and timed, clock lines give their clock
-and host for boot numbering (reboots), and the first walled clock line of each
-boot is parsed as its anchor. Other lines are counted as ``no_signal`` (or
-``blank``) without parsing their framing or time.
+:func:`read_kernel` streams a plain, gzip or directory input in blocks
+(:class:`relkit.ingest._kernel_read.LineFrames`) through a fast path with the
+same events, rejects and ignored counts: cheap vectorised tests mark keyword
+candidates and lines carrying a kernel clock; clock lines give their clock and
+host for boot numbering (reboots), the first walled clock line of each boot is
+parsed as its anchor, and the candidates, a small share of a log, are
+classified and timed in one call at the end. Other lines are counted as
+``no_signal`` (or ``blank``) without parsing their framing or time. The file's
+SHA-256 (its identity in the store) is computed in a thread meanwhile.
 """
 
 import datetime as dt
-import gzip
-import re
-import zlib
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from relkit.ingest._common import (
     check_tz,
     ingest,
 )
+from relkit.ingest._kernel_read import LineFrames, clock_columns, file_host
 from relkit.ingest._kernel_time import (
     BootTracker,
     _add_flag,
@@ -55,8 +55,6 @@ __all__ = [
 ]
 
 KIND = "kernel"
-#: Bytes read per batch (about 2.5e5 lines of 130 bytes).
-BATCH_BYTES = 1 << 25
 #: Window (s) around a "Rate limiting ... printing 1 of every N" line in which
 #: Xid events of the same host and GPU are flagged ``rate_limited``.
 RATE_LIMIT_WINDOW_S = 600.0
@@ -99,8 +97,17 @@ def _xid_modes() -> dict[int, str]:
 
 
 def _pci(col: pl.Expr) -> pl.Expr:
-    """``PCI:00000000:1B:00`` style -> ``0000:1b:00`` (lower case, 4-digit domain)."""
-    return col.str.to_lowercase().str.replace(r"^[0-9a-f]{4}([0-9a-f]{4}:)", "$1")
+    """``00000000:1B:00`` -> ``0000:1b:00``; ``3b:00`` (no domain) -> ``0000:3b:00``.
+
+    Lower case; an 8-digit domain loses its leading ``0000``; a bus:device
+    without a domain is in domain 0000 (:data:`kp.PCI_XID`).
+    """
+    low = col.str.to_lowercase().str.replace(r"^0000([0-9a-f]{4}:)", "$1")
+    return (
+        pl.when(low.str.count_matches(":") == 1)
+        .then(pl.concat_str(pl.lit("0000:"), low))
+        .otherwise(low)
+    )
 
 
 def _framing(raw: pl.Series) -> pl.DataFrame:
@@ -167,6 +174,22 @@ def _signals(cand: pl.DataFrame, xid_modes: dict[int, str]) -> pl.DataFrame:
     return pl.concat(parts, how="diagonal_relaxed")
 
 
+_FALLEN = "gpu/fallen_off_bus"
+#: Reasons of rejected Xid lines, by signal pattern.
+_XID_REJECTS = {
+    "xid_bad": (
+        "Xid line without a numeric code after the PCI address; expected "
+        "e.g. 'NVRM: Xid (PCI:0000:3b:00): 79, pid=..., ...'"
+    ),
+    "xid_bad_pci": (
+        "Xid line with a malformed PCI address in 'Xid (...)'; expected a hex "
+        "address domain:bus:device ('0000:3b:00', function '.0' optional) or "
+        "bus:device ('3b:00', read as domain 0000), e.g. "
+        "'NVRM: Xid (PCI:0000:3b:00): 79, pid=..., ...'"
+    ),
+}
+
+
 def _one_kind(kind: str, sub: pl.DataFrame, xid_modes: dict[int, str]) -> pl.DataFrame:
     """Signal columns of lines that all match pattern ``kind``."""
     g = pl.concat([sub.select("i", "msg"), _groups(sub, kind)], how="horizontal")
@@ -180,19 +203,21 @@ def _one_kind(kind: str, sub: pl.DataFrame, xid_modes: dict[int, str]) -> pl.Dat
         if "every" in g.columns:
             cols["detail"] = pl.format("printing 1 of every {}", pl.col("every"))
         return g.select("i", **cols)
-    if kind == "xid_bad":
+    if kind in _XID_REJECTS:
         return g.select(
-            "i",
-            outcome=pl.lit("rejected"),
-            reason=pl.lit(
-                "Xid line without a numeric code after the PCI address; expected "
-                "e.g. 'NVRM: Xid (PCI:0000:3b:00): 79, pid=..., ...'"
-            ),
+            "i", outcome=pl.lit("rejected"), reason=pl.lit(_XID_REJECTS[kind])
         )
+    from relkit.taxonomy import STATED_SEVERITY
+
     rest = pl.col("rest") if "rest" in g.columns else pl.col("msg")
     detail = rest.str.replace_all(r"\s+", " ").str.strip_chars()
     detail = pl.when(detail == "").then(None).otherwise(detail)
-    stated = rest.str.extract(r"\b(Fatal|Non-fatal|Nonfatal|NonFatal|Non-Fatal)\b", 1)
+    stated = (
+        rest.str.extract(r"\b(Fatal|Non-fatal|Nonfatal|NonFatal|Non-Fatal)\b", 1)
+        .str.to_lowercase()
+        .str.replace("-", "", literal=True)
+        .replace_strict(STATED_SEVERITY, default=None, return_dtype=pl.String)
+    )
     if kind in ("xid", "sxid"):
         pid = rest.str.extract(r"^pid='?([^,']*)'?", 1)
         name = rest.str.extract(r"^(?:pid=[^,]*,\s*)?name=([^,]*)", 1).str.strip_chars()
@@ -270,6 +295,13 @@ def _one_kind(kind: str, sub: pl.DataFrame, xid_modes: dict[int, str]) -> pl.Dat
         }
     elif kind == "memory_ue":
         cols["failure_mode"] = pl.lit("host/memory_ue")
+    elif kind in kp.GPU_BOOT_CODES:
+        cols |= {
+            "failure_mode": pl.lit(_FALLEN),
+            "code": pl.lit(kp.GPU_BOOT_CODES[kind], dtype=pl.String),
+        }
+        if "pci" in g.columns:
+            cols["device"] = _pci(pl.col("pci"))
     return g.select("i", **cols)
 
 
@@ -289,13 +321,16 @@ def classify_lines(lines: pl.Series, *, offset: int = 0) -> pl.DataFrame:
         One row per line, in order. Columns: ``line_no`` (1-based),
         ``outcome`` (``event``, ``ignored`` or ``rejected``), ``reason`` (why
         ignored/rejected, e.g. ``no_signal``, ``nvrm_context``,
-        ``gpu_uuid_map``, ``rate_limit_notice``), ``framing`` (``dmesg``,
+        ``gpu_uuid_map``, ``rate_limit_notice``, ``gpu_unsupported_by_driver``),
+        ``framing`` (``dmesg``,
         ``dmesg_T``, ``rfc3164``, ``iso``, ``kmsg``, ``bgl``, ``tbird``,
         ``hpc``, ``bare``), ``mono_s`` (kernel clock, s since boot), ``wall``
         (the line's own time text, never a date inside the message), ``host``,
-        ``code`` (Xid code as text, ``sxid:N``, ``wc_status:N``, ``CE``/``UE``),
-        ``device`` (GPU PCI ``dddd:bb:dd``, ``"pci netdev"`` for NIC ports,
-        ``mc0``, ``cpu3``), ``failure_mode``, ``severity``, ``count`` (Int64;
+        ``code`` (Xid code as text, ``sxid:N``, ``wc_status:N``, ``CE``/``UE``;
+        ``init_failed``, ``power_cables``, ``none_initialized`` for GPUs not
+        initialised at boot), ``device`` (GPU PCI ``dddd:bb:dd``, ``"pci
+        netdev"`` for NIC ports, ``mc0``, ``cpu3``), ``failure_mode``,
+        ``severity`` (:data:`relkit.taxonomy.SEVERITIES`), ``count`` (Int64;
         1, or the count an EDAC line states), ``detail``, ``pid`` (Int64),
         ``name``, ``uuid`` (from an earlier ``NVRM: GPU at PCI:`` line of the
         same batch), ``flags`` (``duplicate_line``) and ``line_hash``.
@@ -371,8 +406,10 @@ def _classify(raw: pl.Series, line_no: pl.Series) -> pl.DataFrame:
         count=pl.when(pl.col("outcome") == "event").then(pl.col("count").fill_null(1)),
         line_no=pl.lit(line_no.cast(pl.Int64)).gather(pl.col("i")),
     )
+    from relkit.taxonomy import MODE_SEVERITY
+
     sev = pl.col("failure_mode").replace_strict(
-        kp.MODE_SEVERITY, default="error", return_dtype=pl.String
+        MODE_SEVERITY, default="error", return_dtype=pl.String
     )
     out = out.with_columns(
         severity=pl.when(pl.col("outcome") == "event").then(
@@ -382,6 +419,80 @@ def _classify(raw: pl.Series, line_no: pl.Series) -> pl.DataFrame:
     )
     out = link_context(out.select(list(_OUT_SCHEMA)).cast(_OUT_SCHEMA))
     return out
+
+
+#: A device-less GPU line continues the NVRM message of an earlier line of its
+#: host at most this many seconds (kernel clock or wall time) before it, or, when
+#: neither line has a time, at most :data:`CONTINUATION_LINES` lines before it.
+CONTINUATION_S = 60.0
+CONTINUATION_LINES = 10
+_NONE_INITIALIZED = kp.GPU_BOOT_CODES["gpu_none_initialized"]
+_UNSUPPORTED = kp.CONTEXT_REASON["gpu_unsupported"]
+
+
+def _after(rows: pl.DataFrame, marks: pl.DataFrame, *, take: list[str]) -> pl.DataFrame:
+    """``line_no`` of ``rows`` and the ``take`` columns of the last earlier mark.
+
+    Only pairs of the same host whose gap is within :data:`CONTINUATION_S` (or
+    :data:`CONTINUATION_LINES` lines when neither has a time) are returned.
+    """
+    t = [c for c in ("ts",) if c in rows.columns]
+    cols = ["_hk", "line_no", "mono_s", *t]
+    j = rows.select(cols).join_asof(
+        marks.select(*cols, *take, _line_m="line_no"),
+        on="line_no",
+        by="_hk",
+        strategy="backward",
+        allow_exact_matches=False,
+        suffix="_m",
+        check_sortedness=False,
+    )
+    gap = (pl.col("mono_s") - pl.col("mono_s_m")).abs()
+    if t:
+        gap = pl.coalesce(
+            (pl.col("ts") - pl.col("ts_m")).dt.total_microseconds().abs() / 1e6, gap
+        )
+    near = (
+        pl.when(gap.is_not_null())
+        .then(gap <= CONTINUATION_S)
+        .otherwise(pl.col("line_no") - pl.col("_line_m") <= CONTINUATION_LINES)
+    )
+    return j.filter(pl.col("_line_m").is_not_null() & near).select("line_no", *take)
+
+
+def _gpu_boot_context(frame: pl.DataFrame) -> pl.DataFrame:
+    """Continue multi-line GPU boot messages (see :func:`link_context`)."""
+    ev = pl.col("outcome") == "event"
+    fallen = ev & (pl.col("failure_mode") == _FALLEN)
+    f = frame.with_columns(_hk=pl.col("host").fill_null("")).sort("line_no")
+    targets = f.filter(
+        fallen
+        & pl.col("device").is_null()
+        & pl.col("code").ne_missing(_NONE_INITIALIZED)
+    )
+    anchors = f.filter(
+        pl.col("device").is_not_null()
+        & (fallen | (pl.col("reason") == kp.CONTEXT_REASON["gpu_header"]))
+    )
+    if targets.height and anchors.height:
+        fill = _after(targets, anchors.rename({"device": "_dev"}), take=["_dev"])
+        frame = (
+            frame.join(fill, on="line_no", how="left", maintain_order="left")
+            .with_columns(device=pl.coalesce("device", "_dev"))
+            .drop("_dev")
+        )
+    summary = f.filter(ev & (pl.col("code") == _NONE_INITIALIZED))
+    unsupported = f.filter(pl.col("reason") == _UNSUPPORTED)
+    if summary.height and unsupported.height:
+        drop = _after(summary, unsupported, take=[]).get_column("line_no")
+        hit = pl.col("line_no").is_in(drop.implode())
+        blank = ["code", "device", "failure_mode", "severity", "count", "detail"]
+        frame = frame.with_columns(
+            outcome=pl.when(hit).then(pl.lit("ignored")).otherwise("outcome"),
+            reason=pl.when(hit).then(pl.lit(_UNSUPPORTED)).otherwise("reason"),
+            **{c: pl.when(~hit).then(c) for c in blank},
+        )
+    return frame
 
 
 def link_context(
@@ -404,13 +515,29 @@ def link_context(
         ``frame`` with ``uuid`` filled on events after a ``NVRM: GPU at PCI:``
         map line of the same host and device, and ``flags`` extended by
         ``rate_limited`` and ``duplicate_line`` (an event line identical to an
-        earlier one).
+        earlier one). GPU boot messages printed over several lines are joined:
+
+        - a ``gpu/fallen_off_bus`` event without a PCI address (``NVRM: fallen
+          off the bus and is not responding to commands.``, ``NVRM:
+          rm_init_adapter failed, device minor number 3``) takes the device of
+          the line it continues: the last earlier ``NVRM: The NVIDIA GPU <pci>``
+          header or ``gpu/fallen_off_bus`` event with a device on its host;
+        - ``NVRM: None of the NVIDIA devices were initialized.`` after a line
+          saying the driver does not support the GPU (``... installed in this
+          system is not supported``) is no failure: it becomes ``ignored`` with
+          reason ``gpu_unsupported_by_driver``.
 
     Notes
     -----
     The rate-limit window uses ``ts`` when both lines have it, else the kernel
-    clock ``mono_s`` (same boot assumed within the window).
+    clock ``mono_s`` (same boot assumed within the window). A line continues
+    another one of its host at most ``CONTINUATION_S`` = 60 s after it (same
+    clock rule), or, when neither has a time, at most ``CONTINUATION_LINES`` =
+    10 lines after it. Across the batches of :func:`read_kernel` only events are
+    kept, so a header line and its continuation split by a batch boundary (one
+    in 32 MB) are not joined; the continuation then stays a host-level event.
     """
+    frame = _gpu_boot_context(frame)
     ev = pl.col("outcome") == "event"
     keyed = pl.col("reason").is_in(["gpu_uuid_map"]) | ev
     out = frame.with_columns(
@@ -451,100 +578,17 @@ def link_context(
 
 
 # -- reading files ---------------------------------------------------------------------
-def _split(data: bytes) -> pl.Series:
-    r"""Bytes ending in a newline -> lines (invalid UTF-8 and NUL replaced).
-
-    Fast path: polars' multi-threaded CSV reader with a separator byte that the
-    data does not contain and no quoting, one column. It is used only when the
-    block has no ``\x01`` and no ``\r`` and yields one row per newline;
-    otherwise (or on any reader error) the exact split below is used.
-    """
-    if b"\x01" not in data and b"\r" not in data:
-        try:
-            lines = pl.read_csv(
-                data,
-                has_header=False,
-                separator="\x01",
-                quote_char=None,
-                schema={"line": pl.String},
-                encoding="utf8-lossy",
-            ).to_series()
-        except pl.exceptions.PolarsError:  # pragma: no cover - defensive
-            lines = None
-        if lines is not None and lines.len() == data.count(b"\n"):
-            lines = lines.fill_null("")
-            if b"\x00" in data:
-                lines = lines.str.replace_all("\x00", "\ufffd", literal=True)
-            return lines
-    text = data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
-    s = pl.Series("line", [text]).str.split("\n").explode()
-    return s.slice(0, s.len() - 1).str.strip_suffix("\r")
-
-
-def _batches(path: Path, batch_bytes: int = BATCH_BYTES) -> Iterator[pl.Series]:
-    """Stream a plain or gzip file as batches of lines (bounded memory)."""
-    with path.open("rb") as head:
-        gz = head.read(2) == b"\x1f\x8b"
-    fh = gzip.open(path, "rb") if gz else path.open("rb")  # noqa: SIM115
-    try:
-        rest = b""
-        while block := fh.read(batch_bytes):
-            data = rest + block
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                rest = data
-                continue
-            rest = data[cut + 1 :]
-            yield _split(data[: cut + 1])
-        if rest:
-            yield _split(rest + b"\n")
-    except (OSError, EOFError, zlib.error) as exc:
-        msg = (
-            f"not a readable gzip file ({exc}); it may be truncated. Copy it again "
-            "or decompress what is there (zcat FILE > OUT) and ingest OUT."
-        )
-        raise IngestError(path, msg) from exc
-    finally:
-        fh.close()
-
-
-def _file_host(path: Path) -> str:
-    """Host name from a file name, rotations included.
-
-    ``host-a.log.gz``, ``host-a.log.1`` and ``host-a.log.2.gz`` all give
-    ``host-a``: compression, rotation numbers and log suffixes are removed.
-    """
-    name = path.name
-    for _ in range(4):  # e.g. .log.2.gz: strip in any order, a few layers deep
-        name = re.sub(r"\.(gz|log|txt|out|dmesg|syslog|\d+)$", "", name)
-    return name
-
-
 @dataclass(frozen=True)
 class _Parsed:
     n_lines: int
     events: pl.DataFrame
     rejects: pl.DataFrame
     ignored: pl.DataFrame
+    #: Time of the last line with a resolvable time (UTC), else None.
+    log_end_ts: dt.datetime | None = None
 
 
 _KEEP_REASONS = ("gpu_uuid_map", "rate_limit_notice")
-_KMSG_US = r"^\d{1,4},\d+,(\d+),[^;]*;"
-
-
-def _prefilter(raw: pl.Series) -> pl.DataFrame:
-    """Cheap tests on every line: keyword candidate, blank, carries a kernel clock.
-
-    Returns ``cand``, ``blank`` and ``clock`` (Boolean, one row per line). The
-    three regexes are literal-led or anchored, so a line costs a few scans, not
-    the capture groups of :data:`relkit.ingest._kernel_patterns.FRAMING`.
-    """
-    line = pl.col("line")
-    return pl.DataFrame({"line": raw}).select(
-        cand=line.str.contains(kp.KEYWORDS),
-        blank=~line.str.contains(r"\S"),
-        clock=line.str.contains(kp.CLOCK),
-    )
 
 
 def _clock_lines(raw: pl.Series, line_no: pl.Series, host: str | None) -> pl.DataFrame:
@@ -552,37 +596,37 @@ def _clock_lines(raw: pl.Series, line_no: pl.Series, host: str | None) -> pl.Dat
 
     Returns ``line_no, hkey, mono, walled`` (``walled``: the line also has a
     wall stamp, so it can anchor its boot). Agrees with :func:`_framing` on
-    ``mono_s`` and ``host`` (checked by a test); lines whose host could come from
-    an NCCL message prefix take :func:`_framing` itself.
+    ``mono_s`` and ``host`` (checked by a test).
     """
-    line = pl.col("line")
-    c = pl.DataFrame({"line": raw, "line_no": line_no}).with_columns(
-        k_us=line.str.extract(_KMSG_US, 1),
-        mono_txt=line.str.extract(kp.CLOCK_MONO, 1),
-        host=line.str.extract(kp.CLOCK_HOST, 1),
-        hint=line.str.contains(kp.NCCL_HOST_HINT),
-        bracket=line.str.starts_with("["),
+    frame = pl.DataFrame({"line": raw, "line_no": line_no}).with_columns(
+        **clock_columns(pl.col("line"))
     )
-    hard = c.get_column("hint") & c.get_column("host").is_null()
+    return _clock_keys(frame, host)
+
+
+def _clock_keys(frame: pl.DataFrame, host: str | None) -> pl.DataFrame:
+    """``line_no, hkey, mono, walled`` of clock lines with :func:`clock_columns`.
+
+    Lines whose host could come from an NCCL message prefix (``hint``) and name
+    none in their framing take :func:`_framing` itself (their text is kept).
+    """
+    hard = frame.get_column("hint") & frame.get_column("clock_host").is_null()
     if hard.any():
-        full = _framing(raw.filter(hard)).get_column("host")
-        host_s = c.get_column("host").scatter(hard.arg_true(), full)
-        c = c.with_columns(host=host_s)
-    return c.select(
+        full = _framing(frame.get_column("line").filter(hard)).get_column("host")
+        host_s = frame.get_column("clock_host").scatter(hard.arg_true(), full)
+        frame = frame.with_columns(clock_host=host_s)
+    return frame.select(
         "line_no",
-        hkey=pl.col("host").fill_null(pl.lit(host)).fill_null(""),
-        mono=pl.when(pl.col("k_us").is_not_null())
-        .then(pl.col("k_us").cast(pl.Float64) / 1e6)
-        .otherwise(pl.col("mono_txt").cast(pl.Float64)),
-        walled=pl.col("k_us").is_null() & ~pl.col("bracket"),
+        hkey=pl.col("clock_host").fill_null(pl.lit(host)).fill_null(""),
+        mono="mono",
+        walled="walled",
     )
 
 
 def _anchor_boots(
     tracker: BootTracker,
     m: pl.DataFrame,
-    batch: pl.Series,
-    offset: int,
+    lines: pl.DataFrame,
     *,
     tz: str | None,
     ref: dt.date | None,
@@ -592,6 +636,7 @@ def _anchor_boots(
 
     Only the first walled line of each boot without an anchor is parsed
     (framing and wall time); if its wall text is no valid instant, the next one.
+    ``lines`` holds ``line_no, line`` of the batch's clock lines.
     """
     known = pl.DataFrame(
         {
@@ -605,8 +650,10 @@ def _anchor_boots(
     )
     while need.height:
         first = need.unique(["hkey", "boot_no"], keep="first", maintain_order=True)
-        lines = batch.gather(first.get_column("line_no") - offset - 1)
-        fr = _framing(lines).select("framing", "wall", "host")
+        text = first.select("line_no").join(
+            lines, on="line_no", how="left", maintain_order="left"
+        )
+        fr = _framing(text.get_column("line")).select("framing", "wall", "host")
         fr = fr.with_columns(line_no=first.get_column("line_no"))
         wall_ts = wall_times(fr, tz=tz, reference_date=ref, path=path)["wall_ts"]
         got = first.with_columns(wall_ts=wall_ts).filter(
@@ -620,17 +667,6 @@ def _anchor_boots(
         )
 
 
-def _ignored_rest(pre: pl.DataFrame) -> pl.DataFrame:
-    """``reason, len`` of the lines that are no candidates (blank or no_signal)."""
-    rest = pre.filter(~pl.col("cand"))
-    n_blank = int(rest.get_column("blank").sum())
-    counts = {"blank": n_blank, "no_signal": rest.height - n_blank}
-    return pl.DataFrame(
-        {"reason": list(counts), "len": list(counts.values())},
-        schema={"reason": pl.String, "len": pl.UInt32},
-    ).filter(pl.col("len") > 0)
-
-
 def _parse(
     path: Path,
     *,
@@ -638,67 +674,122 @@ def _parse(
     ref: dt.date | None,
     host: str | None,
     full: bool = False,
-) -> _Parsed:
+    keep_going: Callable[[], bool] | None = None,
+) -> _Parsed | None:
     """Stream one file through classify, times and context; hold only kept rows.
 
-    Per batch, cheap tests find the candidate lines (a keyword) and the lines
-    with a kernel clock. Only candidates get :func:`_classify` and their wall
-    times; clock lines give their clock and host for boot numbering, and the
-    first walled line of each new boot is parsed as its anchor. Other lines are
-    counted as ``no_signal`` (or ``blank``) without further parsing.
-    ``full=True`` classifies and times every line instead (the reference the
-    tests compare the fast path with).
+    :class:`relkit.ingest._kernel_read.LineFrames` gives, per batch, the lines
+    that are keyword candidates, blank or carry a kernel clock. Only candidates
+    get :func:`_classify` and their wall times; clock lines give their clock and
+    host for boot numbering, and the first walled line of each new boot is
+    parsed as its anchor. Other lines are counted as ``no_signal`` without
+    further parsing. ``full=True`` classifies and times every line instead (the
+    reference the tests compare the fast path with). Returns None when
+    ``keep_going`` stopped the reading.
     """
+    return _parse_frames(
+        LineFrames(path, full=full, keep_going=keep_going),
+        tz=tz,
+        ref=ref,
+        host=host,
+        path=path,
+    )
+
+
+def _parse_frames(
+    frames: LineFrames,
+    *,
+    tz: str | None,
+    ref: dt.date | None,
+    host: str | None,
+    path: Path,
+) -> _Parsed | None:
+    """:func:`_parse` over the frames of one reader."""
     tracker = BootTracker()
     kept, rejects, ignored = [], [], []
-    offset = 0
-    for batch in _batches(path):
-        n = batch.len()
-        pre = _prefilter(batch).with_columns(
-            line_no=pl.int_range(offset + 1, offset + 1 + n, dtype=pl.Int64)
-        )
-        if full:
-            pre = pre.with_columns(cand=True)
-        cand = pre.get_column("cand")
-        c = _classify(batch.filter(cand), pre.get_column("line_no").filter(cand))
+    n_cand = n_blank_rest = 0
+    parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
+    pending: list[tuple[pl.DataFrame, pl.DataFrame]] = []
+    no_seg = pl.DataFrame(schema={"line_no": pl.Int64, "boot_no": pl.Int64})
+
+    def classified(cands: pl.DataFrame) -> pl.DataFrame:
+        c = _classify(cands.get_column("line"), cands.get_column("line_no"))
         if host is not None:
             c = c.with_columns(host=pl.col("host").fill_null(host))
-        c = mark_bad_times(
+        return mark_bad_times(
             c.with_columns(wall_times(c, tz=tz, reference_date=ref, path=path))
         )
-        clock = pre.get_column("clock")
-        if full:
-            seg = tracker.segment(c)
-        elif clock.any():
-            m = tracker.number(
-                _clock_lines(
-                    batch.filter(clock), pre.get_column("line_no").filter(clock), host
-                )
+
+    for frame in frames:
+        if frames.full:
+            frame = frame.with_columns(cand=True)
+        cands = frame.filter(pl.col("cand")).select("line_no", "line")
+        if not frames.full:
+            # a copy: a filtered string column shares its block's whole buffer
+            cands = cands.with_columns(
+                line=pl.Series(cands.get_column("line").to_list(), dtype=pl.String)
             )
-            _anchor_boots(tracker, m, batch, offset, tz=tz, ref=ref, path=path)
-            seg = m.select("line_no", "boot_no")
-        else:
-            seg = pl.DataFrame(schema={"line_no": pl.Int64, "boot_no": pl.Int64})
+        n_cand += cands.height
+        n_blank_rest += int(
+            (frame.get_column("blank") & ~frame.get_column("cand")).sum()
+        )
+        if frames.full:
+            c = classified(cands)
+            parts.append((c, tracker.segment(c), cands))
+            continue
+        # candidates wait for one classify call at the end (they are few); the
+        # clock lines number boots and anchor them now, batch by batch
+        clocks = frame.filter(pl.col("clock"))
+        seg = no_seg
+        if clocks.height:
+            m = tracker.number(_clock_keys(clocks, host))
+            text = clocks.select("line_no", "line")
+            try:
+                _anchor_boots(tracker, m, text, tz=tz, ref=ref, path=path)
+            except IngestError:
+                # report the first line that needs tz/reference date: an
+                # earlier candidate's, if one needs it too
+                classified(pl.concat([*(p[0] for p in pending), cands]))
+                raise
+            seg = m.select("line_no", "boot_no").join(
+                cands, on="line_no", how="semi", maintain_order="left"
+            )
+        pending.append((cands, seg))
+    if pending and not frames.stopped:
+        cands = pl.concat([p[0] for p in pending])
+        parts.append((classified(cands), pl.concat([p[1] for p in pending]), cands))
+    for c, seg, cands in parts:
         c = c.join(seg, on="line_no", how="left", maintain_order="left")
         bad = c.filter(pl.col("outcome") == "rejected")
         if bad.height:
             rejects.append(
-                bad.select(
-                    "line_no",
-                    "reason",
-                    raw=batch.gather(bad.get_column("line_no") - offset - 1),
+                bad.select("line_no", "reason").join(
+                    cands.select("line_no", raw="line"),
+                    on="line_no",
+                    how="left",
+                    maintain_order="left",
                 )
             )
         ignored.append(
             c.filter(pl.col("outcome") == "ignored").group_by("reason").len()
         )
-        ignored.append(_ignored_rest(pre))
         kept.append(
             c.filter(
                 (pl.col("outcome") == "event") | pl.col("reason").is_in(_KEEP_REASONS)
             )
         )
-        offset += n
+    if frames.stopped:
+        return None
+    counts = {
+        "blank": n_blank_rest,
+        "no_signal": frames.n_lines - n_cand - n_blank_rest,
+    }
+    ignored.append(
+        pl.DataFrame(
+            {"reason": list(counts), "len": list(counts.values())},
+            schema={"reason": pl.String, "len": pl.UInt32},
+        ).filter(pl.col("len") > 0)
+    )
     rows = tracker.resolve(pl.concat(kept)) if kept else None
     if rows is None or rows.is_empty():
         events = pl.DataFrame()
@@ -724,8 +815,6 @@ def _parse(
         .group_by("reason")
         .agg(n_lines=pl.col("len").sum())
         .sort("reason")
-        if ignored
-        else pl.DataFrame(schema={"reason": pl.String, "n_lines": pl.UInt32})
     )
     rej = (
         pl.concat(rejects)
@@ -734,7 +823,55 @@ def _parse(
             schema={"line_no": pl.Int64, "reason": pl.String, "raw": pl.String}
         )
     )
-    return _Parsed(offset, _events_table(events), rej, ign.cast({"n_lines": pl.Int64}))
+    end = _log_end(frames, tracker, tz=tz, ref=ref, host=host, path=path)
+    if end is not None and not events.is_empty() and events.get_column("ts").max():
+        end = max(end, events.get_column("ts").max())  # type: ignore[type-var]
+    return _Parsed(
+        frames.n_lines,
+        _events_table(events),
+        rej,
+        ign.cast({"n_lines": pl.Int64}),
+        log_end_ts=end,
+    )
+
+
+def _log_end(
+    frames: LineFrames,
+    tracker: BootTracker,
+    *,
+    tz: str | None,
+    ref: dt.date | None,
+    host: str | None,
+    path: Path,
+) -> dt.datetime | None:
+    """UTC time of the file's last non-blank line, or None if it has none.
+
+    A wall stamp is read as usual (None, not an error, when it needs a zone or
+    reference date that was not given); a kernel clock alone is resolved from
+    its boot's anchor, as for events.
+    """
+    if frames.last_line is None:
+        return None
+    line_no, text = frames.last_line
+    fr = _framing(pl.Series("line", [text])).with_columns(line_no=pl.lit(line_no))
+    if host is not None:
+        fr = fr.with_columns(host=pl.col("host").fill_null(host))
+    try:
+        wall = wall_times(fr, tz=tz, reference_date=ref, path=path)["wall_ts"][0]
+    except IngestError:
+        wall = None
+    if wall is not None:
+        return wall
+    mono = fr.get_column("mono_s")[0]
+    hkey = fr.get_column("host")[0] or ""
+    if mono is None or hkey not in tracker.last:
+        return None
+    boot_us = tracker.anchors.get((hkey, tracker.last[hkey][1]))
+    if boot_us is None:
+        return None
+    return dt.datetime.fromtimestamp(0, dt.UTC) + dt.timedelta(
+        microseconds=boot_us + round(mono * 1e6)
+    )
 
 
 def _drop_flags(flags: pl.Expr) -> pl.Expr:
@@ -841,11 +978,11 @@ def read_kernel(
 
     Notes
     -----
-    Files are streamed in batches of about 32 MB; only event lines and a few
-    context lines (GPU UUID maps, rate-limit notices) are held until the file
-    ends, so memory is bounded by the batch size and the number of events, not
-    of lines (``bench/bench_kernel_ingest.py``: about 0.45 GB peak RSS for a
-    1.2 GB, 10-million-line log). Invalid UTF-8 bytes are replaced by U+FFFD,
+    Files are streamed in blocks of about 8 MB; only candidate lines (and
+    their events) are held until the file ends, so memory is bounded by the
+    block size and the number of candidates, not of lines
+    (``bench/bench_kernel_ingest.py``: about 0.3 GB peak RSS for a 1.2 GB,
+    10-million-line log). Invalid UTF-8 bytes are replaced by U+FFFD,
     never fatal. Rejected lines go to ``rejects`` with the raw text; ignored
     lines are counted by reason in ``ignored``.
 
@@ -899,7 +1036,7 @@ def read_kernel(
             f,
             tz=tz,
             ref=ref,
-            host=_file_host(f) if host_from_filename else host,
+            host=file_host(f) if host_from_filename else host,
             replace=replace,
         )
         for f in files
@@ -917,13 +1054,16 @@ def _read_one(
 ) -> IngestResult:
     """Check, hash, skip or refuse, parse and write one kernel-log file."""
 
-    def parse(p: Path) -> Parsed:
-        parsed = _parse(p, tz=tz, ref=ref, host=host)
+    def parse(p: Path, keep_going: Callable[[], bool]) -> Parsed | None:
+        parsed = _parse(p, tz=tz, ref=ref, host=host, keep_going=keep_going)
+        if parsed is None:
+            return None
+        end = parsed.log_end_ts
         return Parsed(
             n_lines=parsed.n_lines,
             tables={"events": parsed.events},
             rejects=parsed.rejects,
-            options={},
+            options={} if end is None else {"log_end_ts": end.isoformat()},
             n_loaded=parsed.events.height,
             ignored=parsed.ignored,
         )
@@ -935,4 +1075,5 @@ def _read_one(
         options=options_dict(tz, ref, host),
         parse=parse,
         replace=replace,
+        overlap_hash=True,
     )

@@ -1,0 +1,240 @@
+r"""Reading kernel/syslog files as frames of the lines the classifier needs.
+
+:class:`LineFrames` streams a plain or gzip file in blocks of bytes split at
+newlines (polars' CSV reader on one string column, or an exact decode when a
+block holds the reader's separator byte) and yields, per block, the lines that
+are failure candidates (a keyword of
+:data:`relkit.ingest._kernel_patterns.KEYWORDS`), blank, or carry a kernel
+clock, each with its 1-based line number, flags and clock columns. Other lines
+are only counted. ``full=True`` keeps every line (the reference the tests
+compare the prefilter with).
+
+Invalid UTF-8 becomes U+FFFD, NUL becomes U+FFFD, a ``\r`` before the newline
+is removed, and a last line without a newline is a line.
+"""
+
+import gzip
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import polars as pl
+
+from relkit.errors import IngestError
+from relkit.ingest import _kernel_patterns as kp
+
+#: Bytes read per batch (about 6e4 lines of 130 bytes); below glibc's largest
+#: mmap threshold, so batch buffers are reused rather than faulted in afresh.
+BATCH_BYTES = 1 << 23
+#: The one-column CSV reading of a log: a separator byte lines should not contain.
+_SEP = "\x01"
+_LINE = {"line": pl.String}
+
+
+def split_block(data: bytes) -> pl.Series:
+    r"""Bytes ending in a newline -> lines (invalid UTF-8 and NUL replaced).
+
+    Fast path: polars' multi-threaded CSV reader with a separator byte that the
+    data does not contain and no quoting, one column: one row per newline, a
+    ``\r`` before it removed, an empty line null. Used when the block has no
+    ``\x01`` and does not start with a byte-order mark (which the reader
+    drops); otherwise (or on any reader error) the exact split below.
+    ``tests/test_ingest_kernel.py`` checks both agree on random bytes.
+    """
+    if _SEP.encode() not in data and not data.startswith(b"\xef\xbb\xbf"):
+        try:
+            lines = pl.read_csv(
+                data,
+                has_header=False,
+                separator=_SEP,
+                quote_char=None,
+                schema=_LINE,
+                encoding="utf8-lossy",
+            ).to_series()
+        except pl.exceptions.PolarsError:  # pragma: no cover - defensive
+            lines = None
+        if lines is not None:
+            lines = lines.fill_null("")
+            if b"\x00" in data:
+                lines = lines.str.replace_all("\x00", "\ufffd", literal=True)
+            return lines
+    text = data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    s = pl.Series("line", [text]).str.split("\n").explode()
+    return s.slice(0, s.len() - 1).str.strip_suffix("\r")
+
+
+def is_gzip(path: Path) -> bool:
+    """Whether a file starts with the gzip magic bytes."""
+    with path.open("rb") as head:
+        return head.read(2) == b"\x1f\x8b"
+
+
+def block_batches(path: Path, batch_bytes: int = BATCH_BYTES) -> Iterator[pl.Series]:
+    """Stream a plain or gzip file as batches of lines (bounded memory)."""
+    fh = gzip.open(path, "rb") if is_gzip(path) else path.open("rb")  # noqa: SIM115
+    try:
+        rest = b""
+        while block := fh.read(batch_bytes):
+            data = rest + block
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                rest = data
+                continue
+            rest = data[cut + 1 :]
+            yield split_block(data[: cut + 1])
+        if rest:
+            yield split_block(rest + b"\n")
+    except (OSError, EOFError, zlib.error) as exc:
+        msg = (
+            f"not a readable gzip file ({exc}); it may be truncated. Copy it again "
+            "or decompress what is there (zcat FILE > OUT) and ingest OUT."
+        )
+        raise IngestError(path, msg) from exc
+    finally:
+        fh.close()
+
+
+def file_host(path: Path) -> str:
+    """Host name from a file name, rotations included.
+
+    ``host-a.log.gz``, ``host-a.log.1`` and ``host-a.log.2.gz`` all give
+    ``host-a``: compression, rotation numbers and log suffixes are removed.
+    """
+    name = path.name
+    for _ in range(4):  # e.g. .log.2.gz: strip in any order, a few layers deep
+        name = re.sub(r"\.(gz|log|txt|out|dmesg|syslog|\d+)$", "", name)
+    return name
+
+
+def _flags(line: pl.Expr) -> dict[str, pl.Expr]:
+    """``cand``, ``blank`` and ``clock`` of each line (cheap, literal-led tests)."""
+    return {
+        "cand": line.str.contains(kp.KEYWORDS),
+        "blank": line.str.contains(r"^\s*$"),
+        "clock": line.str.contains(kp.CLOCK),
+    }
+
+
+_KMSG_US = r"^\d{1,4},\d+,(\d+),[^;]*;"
+
+
+def clock_columns(line: pl.Expr) -> dict[str, pl.Expr]:
+    """Kernel clock of a :data:`kp.CLOCK` line and the host its framing names.
+
+    ``mono`` (s since boot: the kmsg microseconds or the first ``[ s.us]``),
+    ``clock_host`` (the word after an ISO/RFC 3164 stamp, else null),
+    ``walled`` (the line also has a wall stamp) and ``hint`` (the host may come
+    from an NCCL ``host:pid:tid [rank]`` prefix instead: such lines need the
+    full framing). Meaningful on clock lines only.
+    """
+    k_us = line.str.extract(_KMSG_US, 1)
+    return {
+        "mono": pl.when(k_us.is_not_null())
+        .then(k_us.cast(pl.Float64) / 1e6)
+        .otherwise(line.str.extract(kp.CLOCK_MONO, 1).cast(pl.Float64)),
+        "clock_host": line.str.extract(kp.CLOCK_HOST, 1),
+        "walled": k_us.is_null() & ~line.str.starts_with("["),
+        "hint": line.str.contains(kp.NCCL_HOST_HINT),
+    }
+
+
+_BRACKET = r"^\[\s*\d+\.\d+\]"
+
+
+def _bracket_clock(line: pl.Expr) -> dict[str, pl.Expr]:
+    """:func:`clock_columns` of plain dmesg lines (``[ sss.uuuuuu] msg``), cheaply.
+
+    The clock is the text between the first brackets (no regex capture), there
+    is no wall stamp and no framing host.
+    """
+    inner = line.str.slice(1, line.str.find("]", literal=True) - 1)
+    return {
+        "mono": inner.str.strip_chars_start().cast(pl.Float64),
+        "clock_host": pl.lit(None, dtype=pl.String),
+        "walled": pl.lit(value=False),
+        "hint": line.str.contains(kp.NCCL_HOST_HINT),
+    }
+
+
+def _kept(frame: pl.DataFrame, *, full: bool) -> pl.DataFrame:
+    """Add the flags, keep the needed lines and add their clocks (``full``: flags).
+
+    Plain dmesg lines, most clock lines of a dmesg file, take
+    :func:`_bracket_clock`; syslog and kmsg lines :func:`clock_columns`. The
+    text of a clock line that is neither a candidate nor needed for its boot
+    anchor or host is dropped (null), so held memory follows candidates.
+    """
+    frame = frame.with_columns(**_flags(pl.col("line")))
+    if full:
+        return frame
+    frame = frame.filter(pl.col("cand") | pl.col("blank") | pl.col("clock"))
+    dm = frame.get_column("line").str.contains(_BRACKET)
+    parts = [
+        part.with_columns(**cols(pl.col("line")))
+        for part, cols in (
+            (frame.filter(dm), _bracket_clock),
+            (frame.filter(~dm), clock_columns),
+        )
+        if part.height
+    ]
+    if not parts:
+        return frame.with_columns(
+            mono=pl.lit(None, dtype=pl.Float64),
+            clock_host=pl.lit(None, dtype=pl.String),
+            walled=pl.lit(value=False),
+            hint=pl.lit(value=False),
+        )
+    frame = pl.concat(parts).sort("line_no") if len(parts) > 1 else parts[0]
+    need_text = (
+        pl.col("cand")
+        | (pl.col("clock") & pl.col("walled"))
+        | (pl.col("clock") & pl.col("hint") & pl.col("clock_host").is_null())
+    )
+    return frame.with_columns(line=pl.when(need_text).then(pl.col("line")))
+
+
+class LineFrames:
+    """Kept lines of one file as frames, and the file's line count at the end.
+
+    Iterate for frames ``line_no`` (Int64, from 1), ``line`` (String, null where
+    not needed), ``cand``, ``blank``, ``clock`` (Boolean) and the clock columns
+    of :func:`clock_columns`, in file order. After the loop, ``n_lines`` is
+    the number of lines read and ``last_line`` the last non-blank line (its
+    time ends the log's observation). ``keep_going`` is asked between frames;
+    when it returns False the iteration stops early (``stopped``).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        full: bool = False,
+        keep_going: Callable[[], bool] | None = None,
+    ) -> None:
+        self.path = path
+        self.full = full
+        self.keep_going = keep_going or (lambda: True)
+        self.n_lines = 0
+        self.stopped = False
+        #: ``(line_no, text)`` of the file's last non-blank line, if any.
+        self.last_line: tuple[int, str] | None = None
+
+    def __iter__(self) -> Iterator[pl.DataFrame]:
+        offset = 0
+        for batch in block_batches(self.path):
+            if not self.keep_going():
+                self.stopped = True
+                return
+            n = batch.len()
+            rows = pl.DataFrame({"line": batch}).with_columns(
+                line_no=pl.int_range(offset + 1, offset + 1 + n, dtype=pl.Int64)
+            )
+            yield _kept(rows, full=self.full)
+            tail = batch.tail(64).to_list()
+            for i in range(len(tail) - 1, -1, -1):
+                if tail[i].strip():
+                    self.last_line = (offset + n - len(tail) + i + 1, tail[i])
+                    break
+            offset += n
+        self.n_lines = offset
