@@ -234,6 +234,24 @@ def assumed_assets(events: pl.DataFrame, *, gpus_per_node: int = 8) -> pl.DataFr
     )
 
 
+def _no_wall_time_message(events: pl.DataFrame) -> str:
+    """Say that no event has a wall time, which hosts they are on, and the fix."""
+    hosts = events["host"].drop_nulls().unique().sort().to_list()
+    return (
+        f"{events.height} event(s) were ingested (on {len(hosts)} host(s), e.g. "
+        f"{hosts[:5]}) but none has a wall time (ts is null, flag no_wall_time), "
+        "so neither the failures nor the hosts' time at risk can be placed in "
+        "time. Plain dmesg stamps are seconds since boot; relkit resolves them "
+        "only from a boot anchor in the same log (a line with both a wall-clock "
+        "stamp and the kernel clock, as syslog prints 'kernel: [  5.1] ...'). "
+        "Ingest the same logs with wall times: `dmesg -T` or `dmesg "
+        "--time-format iso` output, or the syslog/journal copy (/var/log/kern.log, "
+        "`journalctl -k -o short-iso`), e.g.\n"
+        "    relkit ingest --kind kernel --tz UTC kern.log\n"
+        "(library: relkit.ingest.kernel.read_kernel(store, 'kern.log', tz='UTC'))."
+    )
+
+
 def prepare_tables(
     events: pl.DataFrame,
     assets: pl.DataFrame,
@@ -259,11 +277,13 @@ def prepare_tables(
     Raises
     ------
     InsufficientDataError
-        If there are no assets and no events, no events and no ``window_end``,
-        or a check fails.
+        If there are events but none has a wall time, no assets and no events,
+        no events and no ``window_end``, or a check fails.
     """
     # the span of observation comes from every timed record, before folding
     records = events.filter(pl.col("ts").is_not_null())
+    if events.height and records.height == 0:
+        raise InsufficientDataError(_no_wall_time_message(events))
     events = failure_records(events, window_min=window_min)
     if assets.height == 0 and records.height:
         assets = assumed_assets(records, gpus_per_node=gpus_per_node)

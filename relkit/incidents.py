@@ -24,6 +24,15 @@ Rules (all vectorised in polars: sort, gap flags, ``cum_sum`` run ids, as-of joi
   counted in ``n_events`` but are not transitions. A port still down at
   ``end_of_log`` gives an open (right-censored) incident. A "Link up" with no
   down before it (e.g. at boot) is not an incident and not a failure.
+- **Context lines.** A ``network/cable_module`` event (``mlx5_port_module_event
+  ... Cable error``: it names the PCI function, not the netdev) joins the link
+  incident of the same host and PCI address (any netdev on it) nearest in time,
+  within ``window_min`` of its span; a ``gpu/fallen_off_bus`` event without a
+  device (the host-level ``None of the NVIDIA devices were initialized``) joins
+  the nearest ``gpu/fallen_off_bus`` incident with a device on the same host,
+  within ``window_min``. Context lines are counted in ``n_events`` and
+  ``n_context`` but never move an incident's start, end, down time or
+  transitions. Context lines with no such incident form their own incidents.
 - **Rate limiting.** An incident with any event flagged ``rate_limited`` has
   ``lower_bound_count`` True: its raw line count is a lower bound.
 - **No wall time.** Events whose ``ts`` is NULL cannot be placed in time and are
@@ -56,6 +65,8 @@ LINK_DOWN = "network/link_down"
 LINK_UP = "network/link_up"
 SYMPATHETIC = "gpu/sympathetic"
 SXID = "nvswitch/sxid"
+CABLE = "network/cable_module"
+FALLEN = "gpu/fallen_off_bus"
 
 #: Columns of the events frame that incident building reads (the store's types).
 EVENT_COLUMNS = (
@@ -81,6 +92,7 @@ INCIDENT_SCHEMA = pl.Schema(
         "end_ts": UTC,
         "n_events": pl.Int64(),
         "n_sympathetic": pl.Int64(),
+        "n_context": pl.Int64(),
         "is_open": pl.Boolean(),
         "lower_bound_count": pl.Boolean(),
         "root_code": pl.String(),
@@ -241,6 +253,56 @@ def _fold_sympathetic(
     )
 
 
+def _fold_context(
+    context: pl.DataFrame, targets: pl.DataFrame, window: timedelta
+) -> pl.DataFrame:
+    r"""Attach each context event to the nearest target incident of its key.
+
+    ``context`` has ``_row, host, _key, ts``; ``targets`` one row per incident:
+    ``host, _key, _run, _start, _end``. Returns ``context`` with ``_target``: the
+    ``_run`` at the smallest distance :math:`\max(0, start - t, t - end)` within
+    ``window`` (the earlier incident on a tie), or null.
+    """
+    w_s = window.total_seconds()
+    pairs = (
+        context.select("_row", "host", "_key", "ts")
+        .join(targets, on=["host", "_key"], how="inner")
+        .with_columns(
+            _dist=pl.max_horizontal(
+                _seconds(pl.col("_start") - pl.col("ts")),
+                _seconds(pl.col("ts") - pl.col("_end")),
+                pl.lit(0.0),
+            )
+        )
+        .filter(pl.col("_dist") <= w_s)
+        .sort("_row", "_dist", "_start", "_run")
+        .unique("_row", keep="first", maintain_order=True)
+        .select("_row", _target="_run")
+    )
+    return context.join(pairs, on="_row", how="left", maintain_order="left")
+
+
+def _spans(runs: pl.DataFrame, key: pl.Expr, end: datetime | None) -> pl.DataFrame:
+    """One row per run of ``runs``: ``host, _key, _run, _start, _end``.
+
+    An open run (link still down) ends at ``end``, the end of the log.
+    """
+    is_open = pl.col("_open").any() if "_open" in runs.columns else pl.lit(value=False)
+    return (
+        runs.filter(pl.col("_run").is_not_null())
+        .with_columns(_key=key)
+        .group_by("_run")
+        .agg(
+            pl.col("host").first(),
+            pl.col("_key").first(),
+            _start=pl.col("ts").min(),
+            _end=pl.when(is_open)
+            .then(pl.lit(end, dtype=UTC))
+            .otherwise(pl.col("ts").max()),
+        )
+    )
+
+
 def _link_runs(links: pl.DataFrame, debounce: timedelta) -> pl.DataFrame:
     """Run the link state machine of every port, without a loop over rows.
 
@@ -302,38 +364,92 @@ def _link_runs(links: pl.DataFrame, debounce: timedelta) -> pl.DataFrame:
 
 
 def _assign(
-    timed: pl.DataFrame, window: timedelta, debounce: timedelta
+    timed: pl.DataFrame,
+    window: timedelta,
+    debounce: timedelta,
+    end: datetime | None,
 ) -> pl.DataFrame:
     """Give every event with wall time its incident (``_part``, ``_run``)."""
     mode = pl.col("failure_mode")
     is_link = mode.is_in([LINK_DOWN, LINK_UP]).fill_null(value=False)
     is_symp = (mode == SYMPATHETIC).fill_null(value=False)
+    is_cable = (mode == CABLE).fill_null(value=False)
+    is_host_gpu = ((mode == FALLEN) & pl.col("device").is_null()).fill_null(value=False)
     extra = {
         "_folded": pl.lit(value=False),
+        "_context": pl.lit(value=False),
         "_dup": pl.lit(value=False),
         "_trans": pl.lit(value=False),
         "_dur_s": pl.lit(None, dtype=pl.Float64),
         "_open": pl.lit(value=False),
     }
-    generic = _gap_runs(timed.filter(~is_link & ~is_symp), window)
+    generic = _gap_runs(
+        timed.filter(~is_link & ~is_symp & ~is_cable & ~is_host_gpu), window
+    )
     symp = _fold_sympathetic(generic, timed.filter(is_symp), window)
     folded = symp.filter(pl.col("_target").is_not_null()).with_columns(
         _run=pl.col("_target"), **{**extra, "_folded": pl.lit(value=True)}
     )
-    solo = _gap_runs(symp.filter(pl.col("_target").is_null()), window)
     links = _link_runs(timed.filter(is_link), debounce)
+    # context lines: a cable event joins its port's link incident (same PCI
+    # address, any netdev); a host-level GPU line joins a device's GPU incident
+    pci = pl.col("device").str.split(" ").list.first()
+    cable = _fold_context(
+        timed.filter(is_cable).with_columns(_key=pl.col("device")),
+        _spans(links, pci, end),
+        window,
+    )
+    host_gpu = _fold_context(
+        timed.filter(is_host_gpu).with_columns(_key=pl.lit("")),
+        _spans(
+            generic.filter(
+                (pl.col("failure_mode") == FALLEN) & pl.col("device").is_not_null()
+            ),
+            pl.lit(""),
+            end,
+        ),
+        window,
+    )
+    as_context = {
+        **extra,
+        "_folded": pl.lit(value=True),
+        "_context": pl.lit(value=True),
+    }
+    to_gpu = host_gpu.filter(pl.col("_target").is_not_null()).with_columns(
+        _run=pl.col("_target"), **as_context
+    )
+    to_link = cable.filter(pl.col("_target").is_not_null()).with_columns(
+        _run=pl.col("_target"), **as_context
+    )
+    alone = pl.concat(
+        [
+            symp.filter(pl.col("_target").is_null()),
+            cable.filter(pl.col("_target").is_null()),
+            host_gpu.filter(pl.col("_target").is_null()),
+        ],
+        how="diagonal",
+    )
+    solo = _gap_runs(alone, window)
     columns = [*timed.columns, "_run", *extra]
     return pl.concat(
         [
-            pl.concat([generic.with_columns(**extra), folded], how="diagonal")
+            pl.concat([generic.with_columns(**extra), folded, to_gpu], how="diagonal")
             .with_columns(_part=pl.lit(0, pl.Int8))
             .select(*columns, "_part"),
             solo.with_columns(**extra, _part=pl.lit(1, pl.Int8)).select(
                 *columns, "_part"
             ),
-            links.with_columns(
-                _folded=pl.lit(value=False), _part=pl.lit(2, pl.Int8)
-            ).select(*columns, "_part"),
+            pl.concat(
+                [
+                    links.with_columns(
+                        _folded=pl.lit(value=False), _context=pl.lit(value=False)
+                    ),
+                    to_link,
+                ],
+                how="diagonal",
+            )
+            .with_columns(_part=pl.lit(2, pl.Int8))
+            .select(*columns, "_part"),
         ],
         how="vertical_relaxed",
     )
@@ -399,18 +515,23 @@ def build_incidents(
         - ``category``, ``counts_as_failure``: from :mod:`relkit.taxonomy`
           (``nvswitch/sxid`` counts only when an event's severity is fatal;
           modes outside the taxonomy get ``"unknown"`` and count);
-        - ``start_ts``, ``end_ts`` (UTC): first and last event, folded ones
-          included; ``end_ts`` is null for an open incident;
-        - ``n_events``: raw lines, folded and duplicate lines included;
+        - ``start_ts``, ``end_ts`` (UTC): first and last event, folded
+          sympathetic ones included, context lines not; ``end_ts`` is null for
+          an open incident;
+        - ``n_events``: raw lines, folded, context and duplicate lines included;
         - ``n_sympathetic``: ``gpu/sympathetic`` lines in the incident;
+        - ``n_context``: context lines attached to it (a cable/module event of
+          the link's PCI address; a host-level GPU line), see Notes;
         - ``is_open``: a link still down at ``end_of_log`` (right-censored);
         - ``lower_bound_count``: an event was flagged ``rate_limited``;
-        - ``root_code``: the first code of the incident's own mode;
+        - ``root_code``: the first code of the incident's own mode (of a
+          folded sympathetic line if none; never of a context line);
         - ``down_s``: link incidents only, seconds down summed over down→up
           pairs, plus ``end_of_log`` − last down when open (a lower bound);
         - ``n_down_transitions``: link incidents only, up→down changes
           (duplicate lines excluded);
-        - ``severity``: a fatal severity if any event has one, else the first;
+        - ``severity``: a fatal severity if any event has one, else the first
+          of a line that is not context;
         - ``system``: the first non-null ``system``;
         - ``source_id``, ``line_no``: the incident's first own event.
 
@@ -430,7 +551,13 @@ def build_incidents(
     A sympathetic event folds into the incident of another ``gpu/*`` mode on the
     same host and device at the smallest distance
     :math:`\max(0, t-\mathrm{end}, \mathrm{start}-t) \le` ``window_min``
-    (the earlier incident on a tie).
+    (the earlier incident on a tie). Context lines attach the same way, without
+    extending the incident: a ``network/cable_module`` event to the link
+    incident of the same host whose port (``"pci netdev"``) has its PCI address
+    (an open incident spans to ``end_of_log``), a ``gpu/fallen_off_bus`` event
+    without a device to a ``gpu/fallen_off_bus`` incident with one on the same
+    host. C05 (``cases/README.md``): the ``Cable error, High Temperature`` line
+    at 07:59:58.41 is context of host-a's 08:00:01.1-08:00:47.5 flap incident.
 
     References
     ----------
@@ -466,30 +593,33 @@ def build_incidents(
     end = _end_of_log(timed, end_of_log)
     if timed.height == 0:
         return pl.DataFrame(schema=INCIDENT_SCHEMA)
-    rows = _assign(timed, window, debounce).filter(pl.col("_run").is_not_null())
+    rows = _assign(timed, window, debounce, end).filter(pl.col("_run").is_not_null())
     own = ~pl.col("_folded")
+    span = ~pl.col("_context")
     fatal = pl.col("severity").str.to_lowercase() == "fatal"
     is_link = pl.col("_part") == 2
     grouped = (
         rows.sort("_part", "_run", *_ORDER)
         .group_by("_part", "_run", maintain_order=True)
         .agg(
-            pl.col("host").first(),
-            pl.col("device").first(),
+            pl.col("host").filter(span).first(),
+            pl.col("device").filter(span).first(),
             failure_mode=pl.col("failure_mode").filter(own).first(),
-            start_ts=pl.col("ts").min(),
-            _last=pl.col("ts").max(),
+            start_ts=pl.col("ts").filter(span).min(),
+            _last=pl.col("ts").filter(span).max(),
             n_events=pl.len().cast(pl.Int64),
             n_sympathetic=(pl.col("failure_mode") == SYMPATHETIC).sum().cast(pl.Int64),
-            is_open=pl.col("_open").last(),
+            n_context=pl.col("_context").sum().cast(pl.Int64),
+            is_open=pl.col("_open").filter(span).last(),
             lower_bound_count=pl.col("_rate").any(),
             root_code=pl.coalesce(
                 pl.col("code").filter(own).drop_nulls().first(),
-                pl.col("code").drop_nulls().first(),
+                pl.col("code").filter(span).drop_nulls().first(),
             ),
             _fatal=fatal.any(),
             severity=pl.coalesce(
                 pl.col("severity").filter(fatal).first(),
+                pl.col("severity").filter(span).drop_nulls().first(),
                 pl.col("severity").drop_nulls().first(),
             ),
             system=pl.col("system").drop_nulls().first(),

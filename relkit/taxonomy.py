@@ -23,7 +23,10 @@ __all__ = [
     "CATEGORIES",
     "FAILURE_MODES",
     "LLAMA3_TABLE5",
+    "MODE_SEVERITY",
     "NOT_IN_TABLE5",
+    "SEVERITIES",
+    "STATED_SEVERITY",
     "XID_MODES",
     "failure_mode_info",
     "mode_for_xid",
@@ -79,8 +82,11 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         True,
         "Faulty GPU",
         "Xid 79 'GPU has fallen off the bus': the GPU stopped answering on PCIe; "
-        "also the 'GPU has fallen off the bus' lines without an Xid and GPUs "
-        "missing at boot.",
+        "also the 'GPU has fallen off the bus' lines without an Xid (one line, or "
+        "'The NVIDIA GPU <pci>' ... 'fallen off the bus' over several lines) and "
+        "GPUs missing at boot: 'RmInitAdapter failed!', 'rm_init_adapter failed', "
+        "'GPU does not have the necessary power cables connected' and, for the "
+        "whole host, 'None of the NVIDIA devices were initialized'.",
     ),
     (
         "gpu/hbm_uncorrectable",
@@ -283,6 +289,45 @@ FAILURE_MODES: pl.DataFrame = pl.DataFrame(
     },
     orient="row",
 )
+
+#: The severity vocabulary of events, lowest first: ``info`` (a state change or
+#: notice, no fault), ``warning`` (a fault that was corrected or is a precursor),
+#: ``error`` (a fault; the default when a line states no severity), ``critical``
+#: (the unit needs replacement, e.g. nvidia-smi's row-remapping failure) and
+#: ``fatal`` (the line states ``Fatal``: the unit stopped until reset).
+SEVERITIES = ("info", "warning", "error", "critical", "fatal")
+
+#: Severity of a failure mode's events when the line states none; every mode of
+#: :data:`FAILURE_MODES` has one, from :data:`SEVERITIES`.
+MODE_SEVERITY: dict[str, str] = {
+    "gpu/fallen_off_bus": "error",
+    "gpu/hbm_uncorrectable": "error",
+    "gpu/sram_uncorrectable": "error",
+    "gpu/gsp_firmware": "error",
+    "gpu/nvlink": "error",
+    "gpu/hang": "error",
+    "gpu/application_error": "error",
+    "gpu/sympathetic": "info",
+    "gpu/precursor": "warning",
+    "gpu/row_remap_failure": "critical",
+    "gpu/counter_reset": "info",
+    _UNKNOWN_XID: "error",
+    "nvswitch/sxid": "error",
+    "network/link_down": "error",
+    "network/link_up": "info",
+    "network/cable_module": "warning",
+    "network/pcie_power": "warning",
+    "network/nccl_error": "error",
+    "network/nccl_watchdog": "error",
+    "host/memory_ce": "warning",
+    "host/memory_ue": "error",
+    "host/mce": "error",
+}
+
+#: Severity words printed inside NVIDIA Xid / SXid lines (lower case, without
+#: ``-``) -> :data:`SEVERITIES`. NVIDIA marks NVSwitch and NVLink errors
+#: ``Fatal`` or ``Non-fatal``; a non-fatal error is still an ``error``.
+STATED_SEVERITY: dict[str, str] = {"fatal": "fatal", "nonfatal": "error"}
 
 _TABLE5 = [
     ("Faulty GPU", "GPU", 148, 0.301),

@@ -339,3 +339,48 @@ def test_assumed_exposure_is_each_hosts_own_log_span(tmp_path: Path) -> None:
     gpu001 = out.filter(host="gpu001").row(0, named=True)
     assert gpu001["exposure_h"] == pytest.approx((2 * 3600 + 37 * 60 + 56) / 3600)
     assert gpu001["n_failures"] == 2
+
+
+def test_events_without_wall_time_say_so_not_no_assets(tmp_path: Path) -> None:
+    """Plain dmesg with no boot anchor: the 3 events (2 on n1, 1 on n2) keep a null
+    ts (issue 3 §1: never guessed). mtbf must say that 3 events were ingested but
+    none has a wall time and how to get one, not 'no assets (0 events)'; the same
+    holds with an assets table, where it would otherwise count 0 failures."""
+    from relkit.ingest import read_file
+    from relkit.schema import POLARS_SCHEMAS
+    from relkit.store import Store
+
+    n1, n2 = tmp_path / "n1.log", tmp_path / "n2.log"
+    n1.write_text(
+        "[    5.100000] NVRM: Xid (PCI:0000:1b:00): 79, pid=1, GPU has fallen off\n"
+        "[    9.000000] NVRM: Xid (PCI:0000:1b:00): 48, pid=1, DBE\n"
+    )
+    n2.write_text("[   12.000000] EDAC MC0: 1 UE memory read error on DIMM A1\n")
+    with Store(":memory:") as store:
+        read_file(store, n1, kind="kernel", host="n1")
+        read_file(store, n2, kind="kernel", host="n2")
+        events, assets = store.table("events"), store.table("assets")
+    assert events.height == 3
+    assert events["ts"].null_count() == 3
+    with pytest.raises(InsufficientDataError) as err:
+        fleet.mtbf_by(events, assets)
+    msg = str(err.value)
+    assert msg.startswith("3 event(s) were ingested (on 2 host(s), e.g. ['n1', 'n2'])")
+    assert "none has a wall time" in msg
+    assert "boot anchor" in msg
+    assert "dmesg -T" in msg
+    assert "relkit ingest --kind kernel --tz UTC" in msg
+    assert "no assets" not in msg
+
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    declared = pl.DataFrame(
+        [
+            dict.fromkeys(POLARS_SCHEMAS["assets"].names())
+            | {"source_id": 9, "line_no": i, "host": h, "in_service_ts": start}
+            for i, h in enumerate(["n1", "n2"], start=1)
+        ],
+        schema=POLARS_SCHEMAS["assets"],
+        orient="row",
+    )
+    with pytest.raises(InsufficientDataError, match="none has a wall time"):
+        fleet.mtbf_by(events, declared, window_end=datetime(2025, 2, 1, tzinfo=UTC))

@@ -283,8 +283,9 @@ def c05_events() -> pl.DataFrame:
 
 def test_ref_c05_two_link_incidents() -> None:
     """C05 (cases/README.md), debounce 5 min: host-a port 08:00:01.1-08:00:47.5 with
-    6 down transitions (the duplicate is not a 7th) and 18.9 s down; host-b port
-    open, down >= 1800 s at the end of the observation (12:00:00)."""
+    6 down transitions (the duplicate is not a 7th) and 18.9 s down, the cable
+    high-temperature event linked as context; host-b port open, down >= 1800 s at
+    the end of the observation (12:00:00)."""
     inc = build_incidents(c05_events(), flap_debounce_min=5.0, end_of_log=C05_END)
     links = inc.filter(pl.col("failure_mode") == "network/link_down")
     assert links.height == 2
@@ -294,7 +295,9 @@ def test_ref_c05_two_link_incidents() -> None:
     assert a["start_ts"] == _t(2, 5, 8, 0, 1.1)
     assert a["end_ts"] == _t(2, 5, 8, 0, 47.5)
     assert a["n_down_transitions"] == 6
-    assert a["n_events"] == 13  # 7 down lines (one duplicate) + 6 up lines
+    # 7 down lines (one duplicate) + 6 up lines + the cable line as context
+    assert a["n_events"] == 14
+    assert a["n_context"] == 1
     assert a["down_s"] == pytest.approx(18.9, abs=1e-6)
     assert a["is_open"] is False
     assert a["category"] == "network"
@@ -308,12 +311,14 @@ def test_ref_c05_two_link_incidents() -> None:
     assert b["down_s"] == pytest.approx(1800.0)
     assert b["n_down_transitions"] == 1
     assert b["counts_as_failure"] is True
+    assert b["n_context"] == 0
 
 
 def test_ref_c05_boot_link_up_and_warnings_are_not_failures() -> None:
     """C05: host-c's boot 'Link up' is no recovery of host-b's port (key is host +
     PCI + netdev) and no incident; the PCIe power line and the cable event are
-    not link failures; MTBF for link_down counts 2 incidents, not 8 lines."""
+    not link failures (the cable event is context of host-a's link incident, no
+    incident of its own); MTBF for link_down counts 2 incidents, not 8 lines."""
     ev = c05_events()
     inc = build_incidents(ev, end_of_log=C05_END)
     assert inc.filter(pl.col("host") == "host-c")["failure_mode"].to_list() == [
@@ -322,8 +327,8 @@ def test_ref_c05_boot_link_up_and_warnings_are_not_failures() -> None:
     warn = inc.filter(pl.col("failure_mode") == "network/pcie_power").row(0, named=True)
     assert warn["counts_as_failure"] is False
     assert warn["category"] == "info"
-    cable = inc.filter(pl.col("failure_mode") == "network/cable_module")
-    assert cable["counts_as_failure"].to_list() == [False]
+    assert inc.filter(pl.col("failure_mode") == "network/cable_module").height == 0
+    assert inc["n_context"].to_list() == [1, 0, 0]  # host-a link, host-b, host-c
     assert inc.filter(pl.col("failure_mode") == "network/link_up").height == 0
 
     orphans = ungrouped_events(ev)
@@ -332,7 +337,8 @@ def test_ref_c05_boot_link_up_and_warnings_are_not_failures() -> None:
     ]
     assert ev.filter(pl.col("failure_mode") == "network/link_down").height == 8
     counts = count_failures(inc)
-    assert counts.rows() == [("network/link_down", 2, 14, 0)]
+    # 2 failures behind 15 lines: host-a 13 link lines + 1 cable line, host-b 1
+    assert counts.rows() == [("network/link_down", 2, 15, 0)]
     assert inc["n_events"].sum() + orphans.height == ev.height
 
 
@@ -393,6 +399,116 @@ def test_c05_default_end_of_log_is_the_last_event() -> None:
     b = inc.filter(pl.col("host") == "host-b").row(0, named=True)
     assert b["is_open"] is True
     assert b["down_s"] == 0.0
+
+
+def _cable(line: int, host: str, ts: datetime, pci: str = "0000:5c:00") -> dict:
+    return {
+        "line_no": line,
+        "ts": ts,
+        "host": host,
+        "device": pci,
+        "failure_mode": "network/cable_module",
+        "severity": "warning",
+    }
+
+
+def test_cable_context_needs_same_host_pci_and_window() -> None:
+    """C05's rule, varied: a cable event joins the link incident of its host and
+    PCI address (any netdev) within window_min of the incident's span; on another
+    host, another PCI address, or 30 min before, it stays its own non-failure
+    incident. host-a's flap incident is 08:00:01.1-08:00:47.5 as in C05."""
+    ev = c05_events()
+    extra = [
+        _cable(20, "host-a", _t(2, 5, 8, 9, 0)),  # 8 min 12 s after the end: joins
+        _cable(21, "host-a", _t(2, 5, 7, 30, 0)),  # 30 min before: alone
+        _cable(22, "host-c", _t(2, 5, 8, 0, 30)),  # other host: alone
+        _cable(23, "host-a", _t(2, 5, 8, 0, 30), "0000:5d:00"),  # other PCI: alone
+    ]
+    inc = build_incidents(pl.concat([ev, _events(extra)]), end_of_log=C05_END)
+    a = inc.filter(
+        (pl.col("host") == "host-a") & (pl.col("failure_mode") == "network/link_down")
+    ).row(0, named=True)
+    assert (a["n_context"], a["n_events"]) == (2, 15)  # lines 1 and 20
+    assert (a["start_ts"], a["end_ts"]) == (_t(2, 5, 8, 0, 1.1), _t(2, 5, 8, 0, 47.5))
+    assert a["down_s"] == pytest.approx(18.9, abs=1e-6)
+    assert a["n_down_transitions"] == 6
+    alone = inc.filter(pl.col("failure_mode") == "network/cable_module")
+    assert alone.select("host", "device", "line_no").rows() == [
+        ("host-a", "0000:5c:00", 21),
+        ("host-a", "0000:5d:00", 23),
+        ("host-c", "0000:5c:00", 22),
+    ]
+    assert alone["counts_as_failure"].to_list() == [False, False, False]
+    assert count_failures(inc)["n_failures"].to_list() == [2]
+
+
+def test_cable_context_joins_another_netdev_and_an_open_incident() -> None:
+    """host-b's port 0000:1d:00 enp29s0np0 is down from 11:30 to the end (12:00):
+    a cable event on 0000:1d:00 at 11:55 is inside the open incident (distance 0)
+    and joins it, whatever the netdev; the incident stays open and starts at
+    11:30."""
+    ev = pl.concat(
+        [
+            c05_events(),
+            _events([_cable(30, "host-b", _t(2, 5, 11, 55, 0), "0000:1d:00")]),
+        ]
+    )
+    inc = build_incidents(ev, end_of_log=C05_END)
+    b = inc.filter(pl.col("host") == "host-b").row(0, named=True)
+    assert (b["failure_mode"], b["n_context"], b["n_events"]) == (
+        "network/link_down",
+        1,
+        2,
+    )
+    assert (b["is_open"], b["start_ts"], b["end_ts"]) == (
+        True,
+        _t(2, 5, 11, 30, 0),
+        None,
+    )
+    assert b["down_s"] == pytest.approx(1800.0)
+    assert inc.height == 3  # host-a link, host-b link, host-c PCIe power
+
+
+def test_host_level_gpu_line_joins_the_nearest_gpu_incident() -> None:
+    """A gpu/fallen_off_bus event without a device (the host-level 'None of the
+    NVIDIA devices were initialized') joins the fallen-off-bus incident of a GPU
+    on the same host within the window, without moving its start; on a host with
+    no such incident it is a host-level failure of its own."""
+    t0 = datetime(2025, 5, 2, 9, tzinfo=UTC)
+    rows = [
+        {
+            "line_no": 1,
+            "ts": t0,
+            "host": "n1",
+            "device": "0002:21:00",
+            "failure_mode": "gpu/fallen_off_bus",
+        },
+        {
+            "line_no": 2,
+            "ts": t0 + timedelta(seconds=1),
+            "host": "n1",
+            "device": None,
+            "code": "none_initialized",
+            "failure_mode": "gpu/fallen_off_bus",
+        },
+        {
+            "line_no": 3,
+            "ts": t0 + timedelta(seconds=1),
+            "host": "n2",
+            "device": None,
+            "code": "none_initialized",
+            "failure_mode": "gpu/fallen_off_bus",
+        },
+    ]
+    inc = build_incidents(_events(rows))
+    assert inc.select(
+        "host", "device", "n_events", "n_context", "root_code"
+    ).rows() == [
+        ("n1", "0002:21:00", 2, 1, None),
+        ("n2", None, 1, 0, "none_initialized"),
+    ]
+    assert inc["end_ts"][0] == t0
+    assert inc["counts_as_failure"].to_list() == [True, True]
 
 
 def test_flap_debounce_splits_incidents() -> None:
@@ -680,3 +796,7 @@ def test_ref_end_to_end_with_kernel_reader(
         assert links["n_down_transitions"].to_list() == [6, 1]
         assert links["down_s"][0] == pytest.approx(18.9, abs=1e-6)
         assert links["is_open"].to_list() == [False, True]
+        # the cable high-temperature line (line 1) is context of host-a's incident
+        assert links["n_context"].to_list() == [1, 0]
+        assert links["n_events"].to_list() == [14, 1]
+        assert inc.filter(pl.col("failure_mode") == "network/cable_module").height == 0

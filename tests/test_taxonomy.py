@@ -9,7 +9,10 @@ from relkit.taxonomy import (
     CATEGORIES,
     FAILURE_MODES,
     LLAMA3_TABLE5,
+    MODE_SEVERITY,
     NOT_IN_TABLE5,
+    SEVERITIES,
+    STATED_SEVERITY,
     XID_MODES,
     failure_mode_info,
     mode_for_xid,
@@ -214,3 +217,34 @@ def test_table5_shape_empty_and_errors() -> None:
     bad = pl.DataFrame({"failure_mode": ["hardware/cpu"], "counts_as_failure": [True]})
     with pytest.raises(SchemaError, match="hardware/cpu"):
         table5_shape(bad)
+
+
+def test_severity_vocabulary_is_lower_case_data() -> None:
+    """Issue 3 (events' severity column): one lower-case vocabulary, kept as data.
+    Every mode has a default severity from it; 'Fatal' stated on a line is fatal
+    and 'Non-fatal' an error; the defaults below are the classifier's contract."""
+    assert SEVERITIES == ("info", "warning", "error", "critical", "fatal")
+    assert all(s == s.lower() for s in SEVERITIES)
+    assert set(MODE_SEVERITY) == set(FAILURE_MODES["failure_mode"])
+    assert set(MODE_SEVERITY.values()) <= set(SEVERITIES)
+    assert STATED_SEVERITY == {"fatal": "fatal", "nonfatal": "error"}
+    assert {m: MODE_SEVERITY[m] for m in ("gpu/sympathetic", "network/link_up")} == {
+        "gpu/sympathetic": "info",
+        "network/link_up": "info",
+    }
+    assert MODE_SEVERITY["gpu/precursor"] == "warning"
+    assert MODE_SEVERITY["gpu/row_remap_failure"] == "critical"  # nvidia-smi's value
+    assert MODE_SEVERITY["gpu/fallen_off_bus"] == "error"
+
+
+def test_ref_boot_failures_are_the_faulty_gpu_row() -> None:
+    """Issue 3 §2: GPUs missing at boot share gpu/fallen_off_bus, Llama 3 Table 5
+    row 'Faulty GPU' (148 of 419 interruptions), hardware, counted."""
+    info = failure_mode_info("gpu/fallen_off_bus")
+    assert (info["llama3_row"], info["category"], info["counts_as_failure"]) == (
+        "Faulty GPU",
+        "hardware",
+        True,
+    )
+    assert "RmInitAdapter failed!" in info["description"]
+    assert "None of the NVIDIA devices were initialized" in info["description"]

@@ -11,11 +11,21 @@ References
 .. [1] NVIDIA, "Xid Errors" (XID catalogue), https://docs.nvidia.com/deploy/xid-errors/
 .. [2] leptonai/gpud ``pkg/nvidia-query/xid`` and NVIDIA NVSentinel
    ``syslog-health-monitor`` parsers (line shapes only; no code copied).
+.. [3] NVIDIA open-gpu-kernel-modules, ``src/nvidia/arch/nvalloc/unix/src/osinit.c``
+   ("RmInitAdapter failed! (0x%x:0x%x:%d)", "GPU does not have the necessary
+   power cables connected.") and ``kernel-open/nvidia/nv.c`` ("rm_init_adapter
+   failed, device minor number %d", "None of the NVIDIA devices were
+   initialized.", "The NVIDIA probe routine failed for %d device(s).").
 """
 
 #: A PCI address as the kernel prints it: domain (4 or 8 hex), bus, device and an
 #: optional function; captured without the function.
 PCI = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
+#: The address inside ``Xid (...)`` / ``SXid (...)``: as :data:`PCI`, or bus and
+#: device without the domain (``Xid (PCI:3b:00)``). The Xid catalogue [1]_ prints
+#: ``PCI:dddd:bb:dd`` and a host with one PCI segment has domain 0000, so the
+#: classifier reads a missing domain as 0000 (``0000:3b:00``).
+PCI_XID = r"(?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
 _FN = r"(?:\.[0-7])?"
 
 _ISO_TS = (
@@ -115,15 +125,17 @@ KEYWORDS = (
 SIGNALS: list[tuple[str, str]] = [
     (
         "sxid",
-        rf"SXid \((?:PCI:)?(?P<pci>{PCI}){_FN}\):\s*(?P<code>\d+)"
+        rf"SXid \((?:PCI:)?(?P<pci>{PCI_XID}){_FN}\):\s*(?P<code>\d+)"
         r"(?:,\s*)?(?P<rest>.*)$",
     ),
     (
         "xid",
-        rf"(?:^|[^A-Za-z])Xid \((?:PCI:)?(?P<pci>{PCI}){_FN}\):\s*(?P<code>\d+)\s*"
+        rf"(?:^|[^A-Za-z])Xid \((?:PCI:)?(?P<pci>{PCI_XID}){_FN}\):\s*(?P<code>\d+)\s*"
         r"(?:$|,\s*(?P<rest>.*)$)",
     ),
-    ("xid_bad", r"(?:^|[^A-Za-z])Xid \("),
+    # a well-formed address but no numeric code; any other "Xid (" has a bad address
+    ("xid_bad", rf"(?:^|[^A-Za-z])Xid \((?:PCI:)?{PCI_XID}{_FN}\)"),
+    ("xid_bad_pci", r"(?:^|[^A-Za-z])Xid \("),
     ("gpu_map", rf"NVRM: GPU at PCI:(?P<pci>{PCI}){_FN}: (?P<uuid>GPU-[0-9A-Fa-f-]+)"),
     (
         "rate_limit",
@@ -135,6 +147,33 @@ SIGNALS: list[tuple[str, str]] = [
         "fallen",
         rf"GPU (?:at )?(?:PCI:)?(?P<pci>{PCI}){_FN}\b.*fallen off the bus",
     ),
+    # GPUs not detected or not initialised at boot (open-gpu-kernel-modules
+    # osinit.c RmInitAdapter / nv.c nv_start_device, nvidia_init_module) [3]_
+    (
+        "gpu_init_failed",
+        rf"NVRM: (?:GPU (?P<pci>{PCI}){_FN}: )?"
+        r"(?P<rest>(?:RmInitAdapter|rm_init_adapter) failed.*)$",
+    ),
+    (
+        "gpu_power_cables",
+        rf"NVRM: (?:GPU (?P<pci>{PCI}){_FN}: )?"
+        r"(?P<rest>GPU does not have the necessary power cables connected.*)$",
+    ),
+    (
+        "gpu_none_initialized",
+        r"NVRM: (?P<rest>None of the NVIDIA devices were initialized.*)$",
+    ),
+    # the driver does not support the GPU (configuration, not a failure): context
+    (
+        "gpu_unsupported",
+        rf"NVRM: (?:The NVIDIA GPU (?P<pci>{PCI}){_FN}\b)?.*(?:installed in this "
+        r"system (?:is not supported|requires use of the NVIDIA open)|does not "
+        r"include the required GPU)",
+    ),
+    # first line of a multi-line "The NVIDIA GPU <pci> ... has / fallen off the bus"
+    ("gpu_header", rf"NVRM: The NVIDIA GPU (?P<pci>{PCI}){_FN}\b"),
+    # a later line of that message: no PCI address on it
+    ("fallen_continued", r"NVRM: (?P<rest>.*fallen off the bus.*)$"),
     ("nvrm", r"NVRM:"),
     (
         "link",
@@ -178,11 +217,23 @@ SIGNALS: list[tuple[str, str]] = [
 #: Reason (for ``ignored`` lines) of the context patterns that are never events.
 CONTEXT_REASON: dict[str, str] = {
     "gpu_map": "gpu_uuid_map",
+    "gpu_header": "gpu_message_header",
+    "gpu_unsupported": "gpu_unsupported_by_driver",
     "rate_limit": "rate_limit_notice",
     "driver_load": "driver_load",
     "nvrm": "nvrm_context",
     "edac_decode": "edac_context",
     "mce_decode": "mce_context",
+}
+
+#: Signals of GPUs missing or not initialised at boot -> their ``code`` (mode
+#: ``gpu/fallen_off_bus``; ``None`` for a "fallen off the bus" line that continues
+#: a multi-line message). ``none_initialized`` is a host-level line: no device.
+GPU_BOOT_CODES: dict[str, str | None] = {
+    "gpu_init_failed": "init_failed",
+    "gpu_power_cables": "power_cables",
+    "gpu_none_initialized": "none_initialized",
+    "fallen_continued": None,
 }
 
 #: Xid code -> failure mode, following relkit's contract table (CONTRACTS3.md),
@@ -198,14 +249,4 @@ XID_MODES: dict[int, str] = {
     **dict.fromkeys((13, 31, 43), "gpu/application_error"),
     **dict.fromkeys((45, 154), "gpu/sympathetic"),
     **dict.fromkeys((63, 92), "gpu/precursor"),
-}
-
-#: Default severity of a failure mode when the line states none.
-MODE_SEVERITY: dict[str, str] = {
-    "gpu/sympathetic": "info",
-    "gpu/precursor": "warning",
-    "network/link_up": "info",
-    "network/pcie_power": "warning",
-    "network/cable_module": "warning",
-    "host/memory_ce": "warning",
 }
