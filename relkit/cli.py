@@ -229,13 +229,17 @@ def _cmd_events(args: argparse.Namespace) -> int:
 
 
 def _cmd_incidents(args: argparse.Namespace) -> int:
-    from relkit.fleet import incident_table
+    from relkit.fleet import incident_table, log_end
     from relkit.store import Store
 
     with Store(args.db, read_only=True) as store:
         events = store.table("events")
+        end = log_end(store.table("sources"))
     result = incident_table(
-        events, window_min=args.window_min, flap_debounce_min=args.flap_debounce_min
+        events,
+        window_min=args.window_min,
+        flap_debounce_min=args.flap_debounce_min,
+        end_of_log=end,
     )
     _emit(result, args.format)
     return 0

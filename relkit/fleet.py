@@ -5,8 +5,9 @@ Thin compositions of :mod:`relkit.exposure`, :mod:`relkit.metrics`,
 the report and the notebooks so that all three give the same numbers.
 """
 
+import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 import polars as pl
@@ -21,6 +22,7 @@ __all__ = [
     "event_table",
     "first_failure_survival",
     "incident_table",
+    "log_end",
     "mtbf_by",
     "survival_by",
     "time_between_failures",
@@ -385,11 +387,51 @@ def event_table(
     )
 
 
+def log_end(sources: pl.DataFrame) -> datetime | None:
+    """Time of the last line of the store's logs, if the readers recorded one.
+
+    Parameters
+    ----------
+    sources : pl.DataFrame
+        The store's ``sources`` table (``options`` JSON text per source; the
+        kernel reader records ``log_end_ts``, the UTC time of a file's last
+        non-blank line with a resolvable time).
+
+    Returns
+    -------
+    datetime or None
+        The latest ``log_end_ts`` over all sources (UTC), or None if none has
+        one.
+
+    Examples
+    --------
+    >>> src = pl.DataFrame(
+    ...     {
+    ...         "options": [
+    ...             '{"log_end_ts": "2025-05-02T12:00:00+00:00"}',
+    ...             '{"tz": "UTC"}',
+    ...         ]
+    ...     }
+    ... )
+    >>> log_end(src)
+    datetime.datetime(2025, 5, 2, 12, 0, tzinfo=datetime.timezone.utc)
+    """
+    if sources.is_empty() or "options" not in sources.columns:
+        return None
+    ends = [
+        datetime.fromisoformat(v).astimezone(UTC)
+        for text in sources.get_column("options").drop_nulls().to_list()
+        if (v := json.loads(text).get("log_end_ts"))
+    ]
+    return max(ends) if ends else None
+
+
 def incident_table(
     events: pl.DataFrame,
     *,
     window_min: float = 10.0,
     flap_debounce_min: float = 5.0,
+    end_of_log: datetime | None = None,
 ) -> pl.DataFrame:
     """Fold the failure-log events of a store into incidents.
 
@@ -404,6 +446,10 @@ def incident_table(
     flap_debounce_min : float, default 5.0
         Link down/up transitions of one port within this many minutes are one
         incident.
+    end_of_log : datetime, optional
+        End of observation (aware): an incident still open then is
+        right-censored there (e.g. :func:`log_end` of the store's sources). It
+        is moved to the last event if earlier. Defaults to the last event.
 
     Returns
     -------
@@ -416,8 +462,15 @@ def incident_table(
     from relkit.taxonomy import FAILURE_MODES
 
     known = pl.col("failure_mode").is_in(FAILURE_MODES["failure_mode"].implode())
+    raw = events.filter(known)
+    last = raw.get_column("ts").max() if raw.height else None
+    if end_of_log is not None and last is not None:
+        end_of_log = max(end_of_log, last)  # type: ignore[type-var]
     incidents = build_incidents(
-        events.filter(known), window_min=window_min, flap_debounce_min=flap_debounce_min
+        raw,
+        window_min=window_min,
+        flap_debounce_min=flap_debounce_min,
+        end_of_log=end_of_log,
     )
     first = [
         "host",

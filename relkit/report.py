@@ -322,7 +322,10 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
             tz="UTC",
             host_from_filename=True,
         )
-        incidents = fleet.incident_table(gpu_store.table("events"))
+        incidents = fleet.incident_table(
+            gpu_store.table("events"),
+            end_of_log=fleet.log_end(gpu_store.table("sources")),
+        )
     by_mode = (
         incidents.group_by("failure_mode", "category")
         .agg(n_incidents=pl.len(), n_events=pl.col("n_events").sum())

@@ -411,3 +411,32 @@ def test_out_of_range_options_name_the_flag(
     assert code == 1
     assert flag in err
     assert "Traceback" not in err
+
+
+def test_ref_c05_incidents_open_link_runs_to_the_last_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """C05 (../shared/cases/README.md): host-b's port goes down at 11:30:00 and the
+    log's last line is at 12:00:00, so `relkit incidents` shows one open,
+    right-censored incident down for 1800 s (not 0 s at its own last event); host-a's
+    flaps are one incident from 08:00:01.1 to 08:00:47.5, down 18.9 s."""
+    from shared_paths import SHARED
+
+    c05 = SHARED / "cases" / "C05-roce-ib-link-flap.log"
+    if not c05.exists():
+        pytest.skip("shared cases absent")
+    db = str(tmp_path / "c05.duckdb")
+    assert run(capsys, "ingest", "--kind", "kernel", "--db", db, str(c05))[0] == 0
+    code, out, _ = run(capsys, "incidents", "--db", db, "--format", "json")
+    assert code == 0
+    links = {
+        r["host"]: r
+        for r in json.loads(out)
+        if r["failure_mode"] == "network/link_down"
+    }
+    assert sorted(links) == ["host-a", "host-b"]
+    assert links["host-b"]["is_open"] is True
+    assert links["host-b"]["down_s"] == pytest.approx(1800.0)
+    assert links["host-a"]["down_s"] == pytest.approx(18.9)
+    assert links["host-a"]["start_ts"] == "2025-05-02T08:00:01.100000+00:00"
+    assert links["host-a"]["end_ts"] == "2025-05-02T08:00:47.500000+00:00"
