@@ -1,0 +1,539 @@
+"""Classify kernel/syslog lines: framing, signal, failure mode, context.
+
+:func:`classify_lines` is a pure, vectorised function over a batch of lines (no
+Python loop per line): it finds each line's framing (``dmesg``, ``dmesg -T``,
+RFC 3164, ISO/RFC 3339, ``/dev/kmsg``, and the loghub BGL/Thunderbird/HPC
+shapes), then the signal in the message (NVIDIA Xid and SXid, GPUs fallen off
+the bus or failing at boot, mlx5 link/module/PCIe events, NCCL errors and
+watchdog timeouts, EDAC and MCE). :func:`link_context` carries context lines
+(GPU UUID maps, rate-limit notices, duplicates, boot-failure continuations)
+onto events. The patterns and code tables are data in
+:mod:`relkit.ingest._kernel_patterns`; reading files is
+:mod:`relkit.ingest.kernel`.
+"""
+
+import polars as pl
+
+from relkit.ingest import _kernel_patterns as kp
+from relkit.ingest._kernel_time import _add_flag
+
+#: Window (s) around a "Rate limiting ... printing 1 of every N" line in which
+#: Xid events of the same host and GPU are flagged ``rate_limited``.
+RATE_LIMIT_WINDOW_S = 600.0
+
+_OUT_SCHEMA = {
+    "line_no": pl.Int64,
+    "outcome": pl.String,
+    "reason": pl.String,
+    "framing": pl.String,
+    "mono_s": pl.Float64,
+    "wall": pl.String,
+    "host": pl.String,
+    "code": pl.String,
+    "device": pl.String,
+    "failure_mode": pl.String,
+    "severity": pl.String,
+    "count": pl.Int64,
+    "detail": pl.String,
+    "pid": pl.Int64,
+    "name": pl.String,
+    "uuid": pl.String,
+    "flags": pl.String,
+    "line_hash": pl.UInt64,
+}
+_SIGNAL_COLS = [
+    c
+    for c in _OUT_SCHEMA
+    if c not in ("line_no", "framing", "mono_s", "wall", "host", "flags", "line_hash")
+]
+
+
+def _xid_modes() -> dict[int, str]:
+    """Xid code -> failure mode: relkit.taxonomy's table when present."""
+    try:
+        from relkit.taxonomy import XID_MODES
+
+        return dict(XID_MODES)
+    except ImportError:  # the taxonomy module is built separately
+        return dict(kp.XID_MODES)
+
+
+def _pci(col: pl.Expr) -> pl.Expr:
+    """``00000000:1B:00`` -> ``0000:1b:00``; ``3b:00`` (no domain) -> ``0000:3b:00``.
+
+    Lower case; an 8-digit domain loses its leading ``0000``; a bus:device
+    without a domain is in domain 0000 (:data:`kp.PCI_XID`).
+    """
+    low = col.str.to_lowercase().str.replace(r"^0000([0-9a-f]{4}:)", "$1")
+    return (
+        pl.when(low.str.count_matches(":") == 1)
+        .then(pl.concat_str(pl.lit("0000:"), low))
+        .otherwise(low)
+    )
+
+
+def _framing(raw: pl.Series) -> pl.DataFrame:
+    """Split lines into framing, time fields, host and message (vectorised)."""
+    g = raw.str.extract_groups(kp.FRAMING).struct.unnest()
+    msg_cols = [
+        "k_msg",
+        "d_msg",
+        "t_msg",
+        "i_msg",
+        "x_msg",
+        "r_msg",
+        "b_msg",
+        "u_msg",
+        "h_msg",
+    ]
+    names = ["kmsg", "dmesg", "dmesg_T", "iso", "iso", "rfc3164", "bgl", "tbird", "hpc"]
+    framing = pl.when(pl.col(msg_cols[0]).is_not_null()).then(pl.lit(names[0]))
+    for col, name in zip(msg_cols[1:], names[1:], strict=True):
+        framing = framing.when(pl.col(col).is_not_null()).then(pl.lit(name))
+    msg = pl.coalesce([pl.col(c) for c in msg_cols] + [pl.lit(raw)])
+    nccl_host = msg.str.extract(kp.NCCL_HOST, 1)
+    return g.select(
+        framing=framing.otherwise(pl.lit("bare")),
+        msg=msg,
+        mono_s=pl.coalesce(
+            pl.col("d_mono", "i_mono", "x_mono", "r_mono").cast(pl.Float64),
+            pl.col("k_us").cast(pl.Float64, strict=False) / 1e6,
+        ),
+        wall=pl.coalesce(
+            "t_wall", "i_wall", "x_wall", "r_wall", "b_epoch", "u_epoch", "h_epoch"
+        ),
+        host=pl.coalesce("i_host", "r_host", "b_host", "u_host", "h_host", nccl_host),
+    )
+
+
+def _signal_kind(msg: pl.Expr) -> pl.Expr:
+    """Name of the first signal pattern the message matches (null if none)."""
+    expr = pl.when(msg.str.contains(kp.SIGNALS[0][1])).then(pl.lit(kp.SIGNALS[0][0]))
+    for name, pattern in kp.SIGNALS[1:]:
+        expr = expr.when(msg.str.contains(pattern)).then(pl.lit(name))
+    return expr.otherwise(None)
+
+
+def _groups(sub: pl.DataFrame, kind: str) -> pl.DataFrame:
+    """Named groups of signal ``kind`` on the messages of ``sub``."""
+    pattern = dict(kp.SIGNALS)[kind]
+    return sub.get_column("msg").str.extract_groups(pattern).struct.unnest()
+
+
+def _signals(cand: pl.DataFrame, xid_modes: dict[int, str]) -> pl.DataFrame:
+    """Classify candidate lines (columns ``i, msg``) into signal columns."""
+    cand = cand.with_columns(kind=_signal_kind(pl.col("msg")))
+    parts = []
+    for kind, sub in cand.filter(pl.col("kind").is_not_null()).group_by(
+        "kind", maintain_order=True
+    ):
+        name = str(kind[0])
+        parts.append(_one_kind(name, sub, xid_modes))
+    rest = cand.filter(pl.col("kind").is_null()).select(
+        "i", outcome=pl.lit("ignored"), reason=pl.lit("no_signal")
+    )
+    parts.append(rest)
+    return pl.concat(parts, how="diagonal_relaxed")
+
+
+_FALLEN = "gpu/fallen_off_bus"
+#: Reasons of rejected Xid lines, by signal pattern.
+_XID_REJECTS = {
+    "xid_bad": (
+        "Xid line without a numeric code after the PCI address; expected "
+        "e.g. 'NVRM: Xid (PCI:0000:3b:00): 79, pid=..., ...'"
+    ),
+    "xid_bad_pci": (
+        "Xid line with a malformed PCI address in 'Xid (...)'; expected a hex "
+        "address domain:bus:device ('0000:3b:00', function '.0' optional) or "
+        "bus:device ('3b:00', read as domain 0000), e.g. "
+        "'NVRM: Xid (PCI:0000:3b:00): 79, pid=..., ...'"
+    ),
+}
+
+
+def _one_kind(kind: str, sub: pl.DataFrame, xid_modes: dict[int, str]) -> pl.DataFrame:
+    """Signal columns of lines that all match pattern ``kind``."""
+    g = pl.concat([sub.select("i", "msg"), _groups(sub, kind)], how="horizontal")
+    ev = pl.lit("event")
+    if kind in kp.CONTEXT_REASON:
+        cols = {"outcome": pl.lit("ignored"), "reason": pl.lit(kp.CONTEXT_REASON[kind])}
+        if "pci" in g.columns:
+            cols["device"] = _pci(pl.col("pci"))
+        if "uuid" in g.columns:
+            cols["uuid"] = pl.col("uuid")
+        if "every" in g.columns:
+            cols["detail"] = pl.format("printing 1 of every {}", pl.col("every"))
+        return g.select("i", **cols)
+    if kind in _XID_REJECTS:
+        return g.select(
+            "i", outcome=pl.lit("rejected"), reason=pl.lit(_XID_REJECTS[kind])
+        )
+    from relkit.taxonomy import STATED_SEVERITY
+
+    rest = pl.col("rest") if "rest" in g.columns else pl.col("msg")
+    detail = rest.str.replace_all(r"\s+", " ").str.strip_chars()
+    detail = pl.when(detail == "").then(None).otherwise(detail)
+    stated = (
+        rest.str.extract(r"\b(Fatal|Non-fatal|Nonfatal|NonFatal|Non-Fatal)\b", 1)
+        .str.to_lowercase()
+        .str.replace("-", "", literal=True)
+        .replace_strict(STATED_SEVERITY, default=None, return_dtype=pl.String)
+    )
+    if kind in ("xid", "sxid"):
+        pid = rest.str.extract(r"^pid='?([^,']*)'?", 1)
+        name = rest.str.extract(r"^(?:pid=[^,]*,\s*)?name=([^,]*)", 1).str.strip_chars()
+        body = rest.str.replace(r"^(?:pid=[^,]*,\s*)?(?:name=[^,]*,\s*)?", "")
+        body = body.str.replace_all(r"\s+", " ").str.strip_chars()
+        if kind == "xid":
+            mode = (
+                pl.col("code")
+                .cast(pl.Int64, strict=False)
+                .replace_strict(
+                    xid_modes, default="gpu/unknown_xid", return_dtype=pl.String
+                )
+            )
+            code = pl.col("code")
+        else:
+            mode = pl.lit("nvswitch/sxid")
+            code = pl.format("sxid:{}", pl.col("code"))
+        return g.select(
+            "i",
+            outcome=ev,
+            code=code,
+            device=_pci(pl.col("pci")),
+            failure_mode=mode,
+            severity=stated,
+            detail=pl.when(body == "").then(None).otherwise(body),
+            pid=pl.when(pid == "<unknown>")
+            .then(None)
+            .otherwise(pid)
+            .cast(pl.Int64, strict=False),
+            name=pl.when(name.is_in(["<unknown>", ""])).then(None).otherwise(name),
+        )
+    cols: dict[str, pl.Expr] = {"outcome": ev, "detail": detail, "severity": stated}
+    if kind == "fallen":
+        cols |= {
+            "device": _pci(pl.col("pci")),
+            "failure_mode": pl.lit("gpu/fallen_off_bus"),
+        }
+        cols["detail"] = pl.col("msg").str.replace(r"^NVRM:\s*", "").str.strip_chars()
+    elif kind == "link":
+        cols |= {
+            "device": pl.format("{} {}", _pci(pl.col("pci")), pl.col("netdev")),
+            "failure_mode": pl.format("network/link_{}", pl.col("state")),
+            "detail": pl.format("Link {}", pl.col("state")),
+        }
+    elif kind in ("cable", "pcie_power"):
+        mode = "network/cable_module" if kind == "cable" else "network/pcie_power"
+        cols |= {"device": _pci(pl.col("pci")), "failure_mode": pl.lit(mode)}
+    elif kind == "nccl_error":
+        cols |= {
+            "code": pl.format("wc_status:{}", pl.col("code")),
+            "device": pl.col("msg").str.extract(r"\b(?:hca|dev) ([A-Za-z0-9_:]+)", 1),
+            "failure_mode": pl.lit("network/nccl_error"),
+            "detail": pl.col("msg")
+            .str.extract(r"(Got completion.*)$", 1)
+            .str.replace_all(r"\s+", " "),
+        }
+    elif kind == "nccl_watchdog":
+        cols["failure_mode"] = pl.lit("network/nccl_watchdog")
+    elif kind == "edac":
+        cols |= {
+            "device": pl.format("mc{}", pl.col("mc")),
+            "failure_mode": pl.when(pl.col("kind") == "CE")
+            .then(pl.lit("host/memory_ce"))
+            .otherwise(pl.lit("host/memory_ue")),
+            "count": pl.col("n").cast(pl.Int64, strict=False).fill_null(1),
+            "code": pl.col("kind"),
+        }
+    elif kind == "mce":
+        cols |= {
+            "device": pl.when(pl.col("cpu").is_not_null()).then(
+                pl.format("cpu{}", pl.col("cpu"))
+            ),
+            "failure_mode": pl.lit("host/mce"),
+            "detail": pl.col("msg").str.extract(r"\[Hardware Error\]:\s*(.*)$", 1),
+        }
+    elif kind == "memory_ue":
+        cols["failure_mode"] = pl.lit("host/memory_ue")
+    elif kind in kp.GPU_BOOT_CODES:
+        cols |= {
+            "failure_mode": pl.lit(_FALLEN),
+            "code": pl.lit(kp.GPU_BOOT_CODES[kind], dtype=pl.String),
+        }
+        if "pci" in g.columns:
+            cols["device"] = _pci(pl.col("pci"))
+    return g.select("i", **cols)
+
+
+def classify_lines(lines: pl.Series, *, offset: int = 0) -> pl.DataFrame:
+    r"""Classify a batch of kernel/syslog lines: framing, time fields, signal.
+
+    Parameters
+    ----------
+    lines : pl.Series
+        Lines of text without line terminators (String; nulls read as empty).
+    offset : int, default 0
+        Lines before this batch in its file; ``line_no = offset + 1, ...``.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per line, in order. Columns: ``line_no`` (1-based),
+        ``outcome`` (``event``, ``ignored`` or ``rejected``), ``reason`` (why
+        ignored/rejected, e.g. ``no_signal``, ``nvrm_context``,
+        ``gpu_uuid_map``, ``rate_limit_notice``, ``gpu_unsupported_by_driver``),
+        ``framing`` (``dmesg``,
+        ``dmesg_T``, ``rfc3164``, ``iso``, ``kmsg``, ``bgl``, ``tbird``,
+        ``hpc``, ``bare``), ``mono_s`` (kernel clock, s since boot), ``wall``
+        (the line's own time text, never a date inside the message), ``host``,
+        ``code`` (Xid code as text, ``sxid:N``, ``wc_status:N``, ``CE``/``UE``;
+        ``init_failed``, ``power_cables``, ``none_initialized`` for GPUs not
+        initialised at boot), ``device`` (GPU PCI ``dddd:bb:dd``, ``"pci
+        netdev"`` for NIC ports, ``mc0``, ``cpu3``), ``failure_mode``,
+        ``severity`` (:data:`relkit.taxonomy.SEVERITIES`), ``count`` (Int64;
+        1, or the count an EDAC line states), ``detail``, ``pid`` (Int64),
+        ``name``, ``uuid`` (from an earlier ``NVRM: GPU at PCI:`` line of the
+        same batch), ``flags`` (``duplicate_line``) and ``line_hash``.
+
+    Notes
+    -----
+    Pure and vectorised: one regex over all lines finds the framing; only lines
+    containing a keyword (``Xid``, ``NVRM``, ``mlx5_``, ``NCCL``, ``EDAC``, ...)
+    go through the signal patterns of :mod:`relkit.ingest._kernel_patterns`.
+    Xid codes map to failure modes by NVIDIA's Xid catalogue [1]_ (via
+    :mod:`relkit.taxonomy` when available).
+
+    References
+    ----------
+    .. [1] NVIDIA, "Xid Errors", https://docs.nvidia.com/deploy/xid-errors/
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> out = classify_lines(
+    ...     pl.Series(
+    ...         [
+    ...             "[ 1843.308145] NVRM: Xid (PCI:0000:3B:00.0): 79, pid=21877, off",
+    ...             "[ 2210.000000] NVRM: Xid (PCI:0000:66:00): abc, pid=2280636",
+    ...         ]
+    ...     )
+    ... )
+    >>> out.select("line_no", "outcome", "code", "device", "failure_mode", "pid")
+    shape: (2, 6)
+    ┌─────────┬──────────┬──────┬────────────┬────────────────────┬───────┐
+    │ line_no ┆ outcome  ┆ code ┆ device     ┆ failure_mode       ┆ pid   │
+    │ ---     ┆ ---      ┆ ---  ┆ ---        ┆ ---                ┆ ---   │
+    │ i64     ┆ str      ┆ str  ┆ str        ┆ str                ┆ i64   │
+    ╞═════════╪══════════╪══════╪════════════╪════════════════════╪═══════╡
+    │ 1       ┆ event    ┆ 79   ┆ 0000:3b:00 ┆ gpu/fallen_off_bus ┆ 21877 │
+    │ 2       ┆ rejected ┆ null ┆ null       ┆ null               ┆ null  │
+    └─────────┴──────────┴──────┴────────────┴────────────────────┴───────┘
+    """
+    raw = lines.cast(pl.String).fill_null("")
+    line_no = pl.int_range(offset + 1, offset + 1 + raw.len(), eager=True)
+    return _classify(raw, line_no)
+
+
+def _classify(raw: pl.Series, line_no: pl.Series) -> pl.DataFrame:
+    """:func:`classify_lines` of lines with the given (increasing) line numbers."""
+    n = raw.len()
+    base = _framing(raw).with_columns(
+        i=pl.int_range(n, dtype=pl.Int64),
+        line_hash=raw.hash(),
+        blank=raw.str.strip_chars() == "",
+    )
+    cand = base.filter(pl.col("msg").str.contains(kp.KEYWORDS)).select("i", "msg")
+    sig = _signals(cand, _xid_modes()) if cand.height else None
+    out = base.drop("msg")
+    if sig is not None:
+        out = out.join(sig, on="i", how="left", maintain_order="left")
+    out = out.with_columns(
+        [
+            pl.lit(None, dtype=_OUT_SCHEMA[c]).alias(c)
+            for c in _SIGNAL_COLS
+            if c not in out.columns
+        ]
+    )
+    out = out.with_columns(
+        outcome=pl.col("outcome").fill_null("ignored"),
+        reason=pl.when(pl.col("outcome").is_null())
+        .then(
+            pl.when(pl.col("blank"))
+            .then(pl.lit("blank"))
+            .otherwise(pl.lit("no_signal"))
+        )
+        .otherwise(pl.col("reason")),
+        count=pl.when(pl.col("outcome") == "event").then(pl.col("count").fill_null(1)),
+        line_no=pl.lit(line_no.cast(pl.Int64)).gather(pl.col("i")),
+    )
+    from relkit.taxonomy import MODE_SEVERITY
+
+    sev = pl.col("failure_mode").replace_strict(
+        MODE_SEVERITY, default="error", return_dtype=pl.String
+    )
+    out = out.with_columns(
+        severity=pl.when(pl.col("outcome") == "event").then(
+            pl.coalesce(pl.col("severity"), sev)
+        ),
+        flags=pl.lit(None, dtype=pl.String),
+    )
+    out = link_context(out.select(list(_OUT_SCHEMA)).cast(_OUT_SCHEMA))
+    return out
+
+
+#: A device-less GPU line continues the NVRM message of an earlier line of its
+#: host at most this many seconds (kernel clock or wall time) before it, or, when
+#: neither line has a time, at most :data:`CONTINUATION_LINES` lines before it.
+CONTINUATION_S = 60.0
+CONTINUATION_LINES = 10
+_NONE_INITIALIZED = kp.GPU_BOOT_CODES["gpu_none_initialized"]
+_UNSUPPORTED = kp.CONTEXT_REASON["gpu_unsupported"]
+
+
+def _after(rows: pl.DataFrame, marks: pl.DataFrame, *, take: list[str]) -> pl.DataFrame:
+    """``line_no`` of ``rows`` and the ``take`` columns of the last earlier mark.
+
+    Only pairs of the same host whose gap is within :data:`CONTINUATION_S` (or
+    :data:`CONTINUATION_LINES` lines when neither has a time) are returned.
+    """
+    t = [c for c in ("ts",) if c in rows.columns]
+    cols = ["_hk", "line_no", "mono_s", *t]
+    j = rows.select(cols).join_asof(
+        marks.select(*cols, *take, _line_m="line_no"),
+        on="line_no",
+        by="_hk",
+        strategy="backward",
+        allow_exact_matches=False,
+        suffix="_m",
+        check_sortedness=False,
+    )
+    gap = (pl.col("mono_s") - pl.col("mono_s_m")).abs()
+    if t:
+        gap = pl.coalesce(
+            (pl.col("ts") - pl.col("ts_m")).dt.total_microseconds().abs() / 1e6, gap
+        )
+    near = (
+        pl.when(gap.is_not_null())
+        .then(gap <= CONTINUATION_S)
+        .otherwise(pl.col("line_no") - pl.col("_line_m") <= CONTINUATION_LINES)
+    )
+    return j.filter(pl.col("_line_m").is_not_null() & near).select("line_no", *take)
+
+
+def _gpu_boot_context(frame: pl.DataFrame) -> pl.DataFrame:
+    """Continue multi-line GPU boot messages (see :func:`link_context`)."""
+    ev = pl.col("outcome") == "event"
+    fallen = ev & (pl.col("failure_mode") == _FALLEN)
+    f = frame.with_columns(_hk=pl.col("host").fill_null("")).sort("line_no")
+    targets = f.filter(
+        fallen
+        & pl.col("device").is_null()
+        & pl.col("code").ne_missing(_NONE_INITIALIZED)
+    )
+    anchors = f.filter(
+        pl.col("device").is_not_null()
+        & (fallen | (pl.col("reason") == kp.CONTEXT_REASON["gpu_header"]))
+    )
+    if targets.height and anchors.height:
+        fill = _after(targets, anchors.rename({"device": "_dev"}), take=["_dev"])
+        frame = (
+            frame.join(fill, on="line_no", how="left", maintain_order="left")
+            .with_columns(device=pl.coalesce("device", "_dev"))
+            .drop("_dev")
+        )
+    summary = f.filter(ev & (pl.col("code") == _NONE_INITIALIZED))
+    unsupported = f.filter(pl.col("reason") == _UNSUPPORTED)
+    if summary.height and unsupported.height:
+        drop = _after(summary, unsupported, take=[]).get_column("line_no")
+        hit = pl.col("line_no").is_in(drop.implode())
+        blank = ["code", "device", "failure_mode", "severity", "count", "detail"]
+        frame = frame.with_columns(
+            outcome=pl.when(hit).then(pl.lit("ignored")).otherwise("outcome"),
+            reason=pl.when(hit).then(pl.lit(_UNSUPPORTED)).otherwise("reason"),
+            **{c: pl.when(~hit).then(c) for c in blank},
+        )
+    return frame
+
+
+def link_context(
+    frame: pl.DataFrame, *, window_s: float = RATE_LIMIT_WINDOW_S
+) -> pl.DataFrame:
+    """Carry context lines onto events: GPU UUID, rate limiting, duplicates.
+
+    Parameters
+    ----------
+    frame : pl.DataFrame
+        Classified lines in file order (:func:`classify_lines` columns; ``ts``
+        optional, UTC).
+    window_s : float, default 600
+        Seconds around a ``Rate limiting ... printing 1 of every N`` line in
+        which events of the same host and device get the ``rate_limited`` flag.
+
+    Returns
+    -------
+    pl.DataFrame
+        ``frame`` with ``uuid`` filled on events after a ``NVRM: GPU at PCI:``
+        map line of the same host and device, and ``flags`` extended by
+        ``rate_limited`` and ``duplicate_line`` (an event line identical to an
+        earlier one). GPU boot messages printed over several lines are joined:
+
+        - a ``gpu/fallen_off_bus`` event without a PCI address (``NVRM: fallen
+          off the bus and is not responding to commands.``, ``NVRM:
+          rm_init_adapter failed, device minor number 3``) takes the device of
+          the line it continues: the last earlier ``NVRM: The NVIDIA GPU <pci>``
+          header or ``gpu/fallen_off_bus`` event with a device on its host;
+        - ``NVRM: None of the NVIDIA devices were initialized.`` after a line
+          saying the driver does not support the GPU (``... installed in this
+          system is not supported``) is no failure: it becomes ``ignored`` with
+          reason ``gpu_unsupported_by_driver``.
+
+    Notes
+    -----
+    The rate-limit window uses ``ts`` when both lines have it, else the kernel
+    clock ``mono_s`` (same boot assumed within the window). A line continues
+    another one of its host at most ``CONTINUATION_S`` = 60 s after it (same
+    clock rule), or, when neither has a time, at most ``CONTINUATION_LINES`` =
+    10 lines after it. Across the batches of :func:`read_kernel` only events are
+    kept, so a header line and its continuation split by a batch boundary (one
+    in 32 MB) are not joined; the continuation then stays a host-level event.
+    """
+    frame = _gpu_boot_context(frame)
+    ev = pl.col("outcome") == "event"
+    keyed = pl.col("reason").is_in(["gpu_uuid_map"]) | ev
+    out = frame.with_columns(
+        uuid=pl.when(keyed)
+        .then(
+            pl.col("uuid")
+            .forward_fill()
+            .over(
+                pl.col("host").fill_null(""),
+                pl.col("device").fill_null(""),
+                order_by="line_no",
+            )
+        )
+        .otherwise(pl.col("uuid")),
+    )
+    dup = ev & (
+        pl.int_range(pl.len()).over("line_hash", "outcome", order_by="line_no") > 0
+    )
+    flags = _add_flag(pl.col("flags"), dup, "duplicate_line")
+    marks = out.filter(pl.col("reason") == "rate_limit_notice")
+    if marks.height:
+        t = "ts" if "ts" in out.columns else None
+        m_cols = ["host", "device", "mono_s"] + ([t] if t else [])
+        evs = out.filter(ev & pl.col("device").is_not_null()).select("line_no", *m_cols)
+        j = evs.join(
+            marks.select(m_cols), on=["host", "device"], nulls_equal=True, suffix="_m"
+        )
+        gap = (pl.col("mono_s") - pl.col("mono_s_m")).abs()
+        if t:
+            gap = pl.coalesce(
+                (pl.col(t) - pl.col(f"{t}_m")).dt.total_microseconds().abs() / 1e6, gap
+            )
+        limited = j.filter(gap <= window_s).get_column("line_no").unique()
+        flags = _add_flag(
+            flags, pl.col("line_no").is_in(limited.implode()), "rate_limited"
+        )
+    return out.with_columns(flags=flags)
