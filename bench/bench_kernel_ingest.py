@@ -21,9 +21,14 @@ own), it measures:
   keyword test, then the signal patterns and the time parse on candidates), on
   a contiguous sample of ``--loop-frac`` of the lines, extrapolated linearly.
 
+- ``sha256``: the file's SHA-256 alone (:func:`relkit.store.file_sha256`), the
+  source identity every ingest computes (relkit hashes in a thread while it
+  parses): a floor for ``relkit_over_scan`` on a machine with few cores.
+
 It prints one JSON line per measurement and a summary line with the ratios
-``relkit_over_scan`` (target <= 2) and ``loop_over_relkit`` (target >= 10),
-lines per second and peak RSS (``ru_maxrss``). Progress goes to stderr.
+``relkit_over_scan`` (target <= 2), ``loop_over_relkit`` (target >= 10) and
+``sha256_over_scan``, lines per second and peak RSS (``ru_maxrss``). Progress
+goes to stderr.
 
 Usage: ``python bench/bench_kernel_ingest.py [--lines N] [--loop-frac F]
 [--keep DIR]``.
@@ -260,6 +265,15 @@ def measure_scan(path: Path) -> dict[str, object]:
     return {"seconds": time.perf_counter() - start, "n_lines": n}
 
 
+def measure_sha256(path: Path) -> dict[str, object]:
+    """The file's SHA-256, its identity in the store: part of every ingest."""
+    from relkit.store import file_sha256
+
+    start = time.perf_counter()
+    file_sha256(path)
+    return {"seconds": time.perf_counter() - start}
+
+
 def measure_loop(path: Path, frac: float, n_total: int) -> dict[str, object]:
     """Line-by-line Python: framing regex, keywords, signals, clocks and times."""
     from relkit.ingest import _kernel_patterns as kp
@@ -337,7 +351,9 @@ def main() -> None:
         help="fraction of the lines the Python loop reads (extrapolated); 1 = all",
     )
     parser.add_argument("--keep", type=Path, help="write the log here and keep it")
-    parser.add_argument("--measure", choices=("write", "relkit", "scan", "loop"))
+    parser.add_argument(
+        "--measure", choices=("write", "relkit", "scan", "sha256", "loop")
+    )
     parser.add_argument("--path", type=Path)
     args = parser.parse_args()
     if args.measure:  # child process: one measurement, one JSON line
@@ -349,6 +365,8 @@ def main() -> None:
             rec = measure_relkit(args.path)
         elif args.measure == "scan":
             rec = measure_scan(args.path)
+        elif args.measure == "sha256":
+            rec = measure_sha256(args.path)
         else:
             rec = measure_loop(args.path, args.loop_frac, args.lines)
         rec = {"measure": args.measure, **rec, "peak_rss_mb": _peak_rss_mb()}
@@ -361,7 +379,7 @@ def main() -> None:
         size = int(_child("write", path, args.loop_frac, args.lines)["bytes"])
         _log(f"{path}: {size / 1e9:.2f} GB")
         recs = {}
-        for what in ("scan", "relkit", "scan", "relkit", "loop"):
+        for what in ("scan", "sha256", "relkit", "scan", "sha256", "relkit", "loop"):
             rec = _child(what, path, args.loop_frac, args.lines)
             print(json.dumps(rec), flush=True)
             best = recs.get(what)
@@ -374,9 +392,13 @@ def main() -> None:
         "file_gb": round(size / 1e9, 3),
         "relkit_s": round(relkit_s, 3),
         "scan_s": round(recs["scan"]["seconds"], 3),
+        "sha256_s": round(recs["sha256"]["seconds"], 3),
         "python_loop_s": round(recs["loop"]["seconds"], 3),
         "relkit_over_scan": round(relkit_s / recs["scan"]["seconds"], 2),
         "loop_over_relkit": round(recs["loop"]["seconds"] / relkit_s, 2),
+        "sha256_over_scan": round(
+            recs["sha256"]["seconds"] / recs["scan"]["seconds"], 2
+        ),
         "relkit_lines_per_s": round(args.lines / relkit_s),
         "relkit_peak_rss_mb": round(recs["relkit"]["peak_rss_mb"]),
         "scan_peak_rss_mb": round(recs["scan"]["peak_rss_mb"]),
