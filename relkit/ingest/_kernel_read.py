@@ -14,7 +14,9 @@ is removed, and a last line without a newline is a line.
 """
 
 import gzip
+import queue
 import re
+import threading
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -222,7 +224,7 @@ class LineFrames:
 
     def __iter__(self) -> Iterator[pl.DataFrame]:
         offset = 0
-        for batch in block_batches(self.path):
+        for batch in _prefetch(block_batches(self.path)):
             if not self.keep_going():
                 self.stopped = True
                 return
@@ -238,3 +240,48 @@ class LineFrames:
                     break
             offset += n
         self.n_lines = offset
+
+
+_END = object()
+
+
+def _prefetch(batches: Iterator[pl.Series], depth: int = 2) -> Iterator[pl.Series]:
+    """Yield ``batches`` while a thread reads the next ones (at most ``depth``).
+
+    Reading and splitting a block (file read, polars' CSV split, which releases
+    the GIL) overlaps with the caller's work on the previous one; the bounded
+    queue keeps memory at a few blocks. An error while reading is raised here,
+    at the block where it happened; stopping early stops the thread.
+    """
+    ready: queue.Queue[object] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def offer(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+            except queue.Full:
+                continue
+            return True
+        return False
+
+    def read() -> None:
+        try:
+            for batch in batches:
+                if not offer(batch):
+                    return
+        except BaseException as exc:  # handed to the consumer
+            offer(exc)
+            return
+        offer(_END)
+
+    worker = threading.Thread(target=read, name="relkit-read", daemon=True)
+    worker.start()
+    try:
+        while (item := ready.get()) is not _END:
+            if isinstance(item, BaseException):
+                raise item
+            yield item  # type: ignore[misc]
+    finally:
+        stop.set()
+        worker.join()
