@@ -1,0 +1,322 @@
+"""Parameters of a simulated cluster: the fleet, its failure processes, the work."""
+
+import math
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from relkit.errors import InvalidParameterError
+from relkit.simulate._modes import behaviour
+
+__all__ = ["FailureProcess", "SimConfig"]
+
+
+@dataclass(frozen=True)
+class FailureProcess:
+    """One failure process: a mode failing at a rate per GPU-hour or node-hour.
+
+    Parameters
+    ----------
+    failure_mode : str
+        A mode of the simulator (the taxonomy's logged modes and the Llama 3
+        Table 5 causes that no log names; see :data:`relkit.simulate.BEHAVIOURS`).
+    rate_per_unit_h : float
+        Failures per unit-hour (per GPU-hour for GPU modes, per node-hour for
+        node modes), >= 0. For Weibull processes the mean rate 1/mean life.
+    weibull_shape : float, default 1.0
+        Shape β of the Weibull time between failures of one unit (a renewal
+        process from age 0 at the start); 1.0 is exponential (Poisson). Below 1
+        the hazard decreases (infant mortality), above 1 it increases (wear-out).
+    repair_h : float, optional
+        Mean repair time in hours (exponential) of a failure that drains its
+        node; defaults to the mode's own (:data:`relkit.simulate.BEHAVIOURS`).
+    """
+
+    failure_mode: str
+    rate_per_unit_h: float
+    weibull_shape: float = 1.0
+    repair_h: float | None = None
+
+
+FRAMINGS: tuple[str, ...] = ("iso", "rfc3339", "rfc3164", "dmesg_T", "dmesg_iso")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """A simulated GPU cluster, its failure processes and its workload.
+
+    Parameters
+    ----------
+    name : str
+        Label (the preset's name), written to the ground truth and the assets'
+        ``system`` column.
+    nodes : int
+        Nodes in the fleet, >= 2.
+    gpus_per_node : int
+        GPUs per node, 1 to 8.
+    days : float
+        Simulated span in days, > 0 (at most 3650).
+    start : datetime
+        Start of the simulation, UTC.
+    run_nodes : int
+        Nodes of the large training run (0 for none); it runs from ``start`` on
+        its own partition of ``run_nodes + spare_nodes`` nodes.
+    spare_nodes : int
+        Nodes held ready for the run to restart on while failed nodes are
+        repaired.
+    processes : tuple of FailureProcess
+        The failure processes, one per mode.
+    checkpoint_interval_h : float
+        Compute time Δt between two checkpoints of the run, hours, > 0.
+    checkpoint_cost_h : float
+        Blocking write time w of a (persistent) checkpoint, hours, >= 0.
+    restart_h : float
+        Restart overhead u₀ of each attempt (start-up plus restore), hours, >= 0.
+    requeue_h : float
+        Time from an interruption to the next attempt's start when nodes are
+        free (scheduler requeue and queue time), hours, >= 0.
+    persistent_every : int
+        Every k-th checkpoint is persistent, the others in host memory (two
+        levels); 1 = all persistent. A failure that drains a node loses the
+        in-memory checkpoints.
+    memory_checkpoint_cost_h : float
+        Blocking write time of an in-memory checkpoint, hours, >= 0.
+    step_time_s : float
+        Time of one training step, seconds, > 0.
+    planned_per_day : float
+        Planned interruptions of the run (maintenance, upgrades) per day, >= 0.
+    planned_downtime_h : float
+        Time the run waits after a planned interruption, hours, >= 0.
+    background_jobs : int
+        Smaller jobs submitted over the span to the other nodes (Kokolis et al.
+        size mix), >= 0.
+    lemon_nodes : int
+        Nodes whose hardware failure rates are multiplied by
+        ``lemon_multiplier``.
+    lemon_multiplier : float
+        Rate multiplier of lemon nodes, >= 1.
+    batches : tuple of (str, float, float)
+        Hardware batches: name, fraction of nodes, rate multiplier (hardware
+        modes). Fractions must sum to 1.
+    nodes_per_rack : int
+        Nodes per rack (the assets' ``rack`` attribute).
+    noise_lines_per_node_day : float
+        Ordinary log lines per node-day besides failure lines (the bulk of a
+        log), >= 0.
+    framings : tuple of str
+        Log framings drawn per host: ``iso`` (journalctl short-iso),
+        ``rfc3339`` (rsyslog), ``rfc3164`` (classic syslog, year-less; left
+        out for spans over 360 days), ``dmesg_T`` and ``dmesg_iso`` (dmesg
+        with wall stamps; the host's user-space lines go to a ``.syslog``
+        file in ``iso`` framing).
+    local_tz : str
+        IANA zone of zone-less stamps (sacct, RFC 3164, dmesg -T).
+    host_prefix : str
+        Host names are the prefix and a zero-padded number (``gpu0001``).
+    first_job_id : int
+        First Slurm job id.
+    """
+
+    name: str = "custom"
+    nodes: int = 2112
+    gpus_per_node: int = 8
+    days: float = 54.0
+    start: datetime = datetime(2024, 3, 4, tzinfo=UTC)
+    run_nodes: int = 2048
+    spare_nodes: int = 64
+    processes: tuple[FailureProcess, ...] = ()
+    checkpoint_interval_h: float = 0.25
+    checkpoint_cost_h: float = 10.0 / 3600.0
+    restart_h: float = 3.0 / 60.0
+    requeue_h: float = 1.0 / 60.0
+    persistent_every: int = 1
+    memory_checkpoint_cost_h: float = 0.0
+    step_time_s: float = 10.0
+    planned_per_day: float = 0.0
+    planned_downtime_h: float = 0.25
+    background_jobs: int = 0
+    lemon_nodes: int = 0
+    lemon_multiplier: float = 10.0
+    batches: tuple[tuple[str, float, float], ...] = (("b1", 1.0, 1.0),)
+    nodes_per_rack: int = 16
+    noise_lines_per_node_day: float = 24.0
+    framings: tuple[str, ...] = FRAMINGS
+    local_tz: str = "UTC"
+    host_prefix: str = "gpu"
+    first_job_id: int = 1001
+
+    @property
+    def horizon_h(self) -> float:
+        """Simulated span in hours."""
+        return self.days * 24.0
+
+    @property
+    def batch_nodes(self) -> int:
+        """Nodes of the background partition (outside the run's partition)."""
+        return self.nodes - self.run_nodes - self.spare_nodes
+
+    def replace(self, **changes: Any) -> "SimConfig":  # noqa: ANN401
+        """Return a copy with some fields changed, checked.
+
+        Parameters
+        ----------
+        **changes : Any
+            Field names and new values.
+
+        Returns
+        -------
+        SimConfig
+            The new, validated configuration.
+        """
+        return replace(self, **changes).validated()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the parameters as JSON-ready values.
+
+        Returns
+        -------
+        dict
+            Every field; ``start`` as ISO 8601 text.
+        """
+        out = asdict(self)
+        out["start"] = self.start.isoformat().replace("+00:00", "Z")
+        out["processes"] = [asdict(p) for p in self.processes]
+        out["batches"] = [list(b) for b in self.batches]
+        out["framings"] = list(self.framings)
+        return out
+
+    def validated(self) -> "SimConfig":
+        """Check every field; return self.
+
+        Returns
+        -------
+        SimConfig
+            ``self``, unchanged.
+
+        Raises
+        ------
+        InvalidParameterError
+            If a field is out of range; the message names the field (as its
+            command-line flag where there is one) and the allowed range.
+        """
+        _int(self.nodes, "nodes", 2, 10**6)
+        _int(self.gpus_per_node, "gpus_per_node", 1, 8)
+        _num(self.days, "days", 1e-3, 3650.0)
+        _int(self.run_nodes, "run_nodes", 0, self.nodes)
+        _int(self.spare_nodes, "spare_nodes", 0, self.nodes)
+        if self.run_nodes + self.spare_nodes > self.nodes:
+            msg = (
+                f"run_nodes ({self.run_nodes}) + spare_nodes ({self.spare_nodes}) "
+                f"exceed the fleet's {self.nodes} nodes; raise --nodes or lower "
+                "--run-nodes."
+            )
+            raise InvalidParameterError(msg)
+        _int(self.background_jobs, "background_jobs", 0, 10**8)
+        if self.background_jobs and self.batch_nodes < 1:
+            msg = (
+                f"--background-jobs {self.background_jobs} needs nodes outside the "
+                f"training run's partition, but all {self.nodes} nodes are the run's "
+                f"{self.run_nodes} plus {self.spare_nodes} spares; raise --nodes "
+                f"(e.g. --nodes {self.nodes + 64})."
+            )
+            raise InvalidParameterError(msg)
+        _num(self.checkpoint_interval_h, "checkpoint_interval_h", 1e-4, 1e4)
+        _num(self.checkpoint_cost_h, "checkpoint_cost_h", 0.0, 1e3)
+        _num(self.restart_h, "restart_h", 0.0, 1e3)
+        _num(self.requeue_h, "requeue_h", 0.0, 1e3)
+        _int(self.persistent_every, "persistent_every", 1, 10**4)
+        _num(self.memory_checkpoint_cost_h, "memory_checkpoint_cost_h", 0.0, 1e3)
+        _num(self.step_time_s, "step_time_s", 1e-3, 1e5)
+        if self.step_time_s > self.checkpoint_interval_h * 3600.0:
+            msg = (
+                f"step_time_s ({self.step_time_s} s) is longer than the checkpoint "
+                f"interval ({self.checkpoint_interval_h * 3600.0:g} s); a checkpoint "
+                "is taken after whole steps."
+            )
+            raise InvalidParameterError(msg)
+        _num(self.planned_per_day, "planned_per_day", 0.0, 1e3)
+        _num(self.planned_downtime_h, "planned_downtime_h", 0.0, 1e3)
+        _int(self.lemon_nodes, "lemon_nodes", 0, self.nodes)
+        _num(self.lemon_multiplier, "lemon_multiplier", 1.0, 1e6)
+        _int(self.nodes_per_rack, "nodes_per_rack", 1, 10**6)
+        _num(self.noise_lines_per_node_day, "noise_lines_per_node_day", 0.0, 1e6)
+        _int(self.first_job_id, "first_job_id", 1, 10**9)
+        if not self.batches or not math.isclose(
+            sum(b[1] for b in self.batches), 1.0, abs_tol=1e-9
+        ):
+            msg = (
+                f"batches fractions must sum to 1, found {self.batches!r}; e.g. "
+                "(('b1', 0.7, 1.0), ('b2', 0.3, 2.0))."
+            )
+            raise InvalidParameterError(msg)
+        for _, frac, mult in self.batches:
+            _num(frac, "batch fraction", 0.0, 1.0)
+            _num(mult, "batch rate multiplier", 0.0, 1e6)
+        bad = [f for f in self.framings if f not in FRAMINGS]
+        if bad or not self.framings:
+            msg = f"framings must be some of {list(FRAMINGS)}, found {bad or '()'}."
+            raise InvalidParameterError(msg)
+        if set(self.framings) == {"rfc3164"} and self.days > 360:
+            msg = (
+                "framing 'rfc3164' has no year, so a span over 360 days cannot be "
+                "dated; add another framing or shorten --days."
+            )
+            raise InvalidParameterError(msg)
+        if not self.host_prefix or not self.host_prefix.replace("-", "").isalpha():
+            msg = (
+                f"host_prefix must be letters (and '-'), found {self.host_prefix!r}; "
+                "e.g. 'gpu'."
+            )
+            raise InvalidParameterError(msg)
+        if self.start.tzinfo is None:
+            msg = f"start must be a UTC datetime, found naive {self.start}."
+            raise InvalidParameterError(msg)
+        try:
+            from zoneinfo import ZoneInfo
+
+            ZoneInfo(self.local_tz)
+        except Exception as exc:  # ZoneInfoNotFoundError, ValueError
+            msg = f"local_tz {self.local_tz!r} is not an IANA zone, e.g. 'UTC'."
+            raise InvalidParameterError(msg) from exc
+        seen: set[str] = set()
+        for p in self.processes:
+            behaviour(p.failure_mode)
+            if p.failure_mode in seen:
+                msg = f"two failure processes for mode {p.failure_mode!r}; keep one."
+                raise InvalidParameterError(msg)
+            seen.add(p.failure_mode)
+            _num(p.rate_per_unit_h, f"rate of {p.failure_mode}", 0.0, 1.0)
+            _num(p.weibull_shape, f"Weibull shape of {p.failure_mode}", 0.05, 20.0)
+            if p.repair_h is not None:
+                _num(p.repair_h, f"repair_h of {p.failure_mode}", 0.0, 1e5)
+        return self
+
+
+def _flag(name: str) -> str:
+    """Return the command-line flag of a field (``--checkpoint-interval-h``)."""
+    if " " in name:
+        return "field"
+    return "--" + name.replace("_", "-")
+
+
+def _num(value: object, name: str, low: float, high: float) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    x = float(value) if ok else math.nan  # type: ignore[arg-type]
+    if not (math.isfinite(x) and low <= x <= high):
+        msg = (
+            f"{name} ({_flag(name)}) must be a number from {low:g} to {high:g}; "
+            f"got {value!r}."
+        )
+        raise InvalidParameterError(msg)
+    return x
+
+
+def _int(value: object, name: str, low: int, high: int) -> int:
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if not ok or not (low <= value <= high):  # type: ignore[operator]
+        msg = (
+            f"{name} ({_flag(name)}) must be a whole number from {low} to {high}; "
+            f"got {value!r}."
+        )
+        raise InvalidParameterError(msg)
+    return int(value)  # type: ignore[arg-type]
