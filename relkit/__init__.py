@@ -10,7 +10,10 @@ The main job in five calls::
 
 Modules: :mod:`relkit.store`, :mod:`relkit.ingest`, :mod:`relkit.exposure`,
 :mod:`relkit.metrics`, :mod:`relkit.survival`, :mod:`relkit.checkpoint`,
-:mod:`relkit.fleet`, :mod:`relkit.charts` (Altair), :mod:`relkit.report`.
+:mod:`relkit.fleet`, :mod:`relkit.charts` (Altair), :mod:`relkit.report`,
+:mod:`relkit.simulate` (synthetic clusters with known ground truth),
+:mod:`relkit.interruptions`, :mod:`relkit.scale`, :mod:`relkit.published` (job logs:
+interruptions, root causes, MTTF at scale, published-table checks).
 """
 
 from relkit import datasets as datasets
@@ -43,12 +46,36 @@ from relkit.fleet import (
     survival_by,
 )
 from relkit.ingest import IngestResult, read_file, read_files
+from relkit.interruptions import (
+    InterruptionSummary,
+    build_interruptions,
+    build_job_attempts,
+    interruption_summary,
+    job_interruptions,
+    job_table,
+    root_cause_table,
+)
 from relkit.metrics import (
     MTBFBounds,
     failure_rate_bounds,
     mtbf,
     mtbf_bounds,
     mttf_at_scale_h,
+)
+from relkit.published import acmetrace_failure_share, check_table, failure_share
+from relkit.scale import (
+    NodeFailureRate,
+    job_mttf_by_size,
+    node_failure_rate,
+    scale_projection,
+)
+from relkit.simulate import (
+    FailureProcess,
+    SimConfig,
+    Simulation,
+    simulate_cluster,
+    simulation_preset,
+    write_simulation,
 )
 from relkit.store import Store
 from relkit.survival import (
@@ -66,19 +93,28 @@ __all__ = [
     "CheckpointIntervals",
     "ConvergenceError",
     "ETTRModel",
+    "FailureProcess",
     "IngestError",
     "IngestResult",
     "InsufficientDataError",
+    "InterruptionSummary",
     "InvalidParameterError",
     "MTBFBounds",
+    "NodeFailureRate",
     "RelkitError",
     "RelkitWarning",
     "SchemaError",
+    "SimConfig",
+    "Simulation",
     "Store",
     "__version__",
+    "acmetrace_failure_share",
     "build_exposure",
     "build_first_failure_table",
+    "build_interruptions",
+    "build_job_attempts",
     "build_tbf_table",
+    "check_table",
     "checkpoint_intervals",
     "checkpoint_plan_by_system",
     "daly_interval_h",
@@ -87,17 +123,28 @@ __all__ = [
     "exact_interval_h",
     "expected_ettr",
     "failure_rate_bounds",
+    "failure_share",
     "first_failure_survival",
     "fit_lifetime_models",
     "fit_lifetimes",
+    "interruption_summary",
+    "job_interruptions",
+    "job_mttf_by_size",
+    "job_table",
     "kaplan_meier",
     "mtbf",
     "mtbf_bounds",
     "mtbf_by",
     "mttf_at_scale_h",
+    "node_failure_rate",
     "observation_end",
     "read_file",
     "read_files",
+    "root_cause_table",
+    "scale_projection",
+    "simulate_cluster",
+    "simulation_preset",
     "survival_by",
+    "write_simulation",
     "young_interval_h",
 ]

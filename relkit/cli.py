@@ -125,6 +125,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                     reference_date=args.reference_date,
                     host=args.host,
                     host_from_filename=args.host_from_filename,
+                    pseudonymize=args.pseudonymize,
+                    pseudonym_key_file=args.pseudonym_key_file,
+                    snapshot_ts=args.snapshot_ts,
                 )
             except RelkitError as exc:
                 failed += 1
@@ -306,6 +309,44 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from relkit.simulate import simulate_cluster, simulation_preset, write_simulation
+
+    out = _out_dir(args.out)
+    if out.exists() and any(out.iterdir()) and not args.force:
+        msg = (
+            f"--out {args.out} is not empty; give a new or empty directory, or add "
+            "--force to overwrite the simulation files in it"
+        )
+        raise RelkitError(msg)
+    changes = {
+        name: getattr(args, name)
+        for name in (
+            "checkpoint_interval_h",
+            "checkpoint_cost_h",
+            "restart_h",
+            "noise_lines_per_node_day",
+        )
+        if getattr(args, name) is not None
+    }
+    config = simulation_preset(
+        args.preset,
+        nodes=args.nodes,
+        days=args.days,
+        run_nodes=args.run_nodes,
+        background_jobs=args.background_jobs,
+        **changes,
+    )
+    started = time.perf_counter()
+    sim = simulate_cluster(config, seed=args.seed, progress=_progress)
+    summary = write_simulation(sim, out, force=args.force, progress=_progress)
+    _progress(f"simulation written to {out} ({time.perf_counter() - started:.1f} s)")
+    summary = {k: v for k, v in summary.items() if k != "ingest"}
+    summary["out"] = str(summary["out"])
+    _emit(summary, args.format)
+    return 0
+
+
 # -- parser --------------------------------------------------------------------------
 def _add_format(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -342,9 +383,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--kind",
         required=True,
-        choices=("events", "assets", "lanl", "kernel", "nvsmi"),
+        choices=("events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s"),
         help="normalised events or assets CSV/Parquet, the LANL failure data, "
-        "kernel/syslog logs (file, .gz or directory), or nvidia-smi -q snapshots",
+        "kernel/syslog logs (file, .gz or directory), nvidia-smi -q snapshots, "
+        "Slurm sacct -P dumps, or Kubernetes pod/job JSON",
     )
     p.add_argument(
         "--tz", help="IANA zone of zone-less timestamps, e.g. UTC or America/Denver"
@@ -365,6 +407,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="re-read a file ingested before (changed, or with other options), "
         "dropping the rows of its earlier ingest first",
+    )
+    p.add_argument(
+        "--pseudonymize",
+        action="store_true",
+        help="sacct/k8s: replace user and job names by keyed pseudonyms (key from "
+        "$RELKIT_PSEUDONYM_KEY or --pseudonym-key-file)",
+    )
+    p.add_argument("--pseudonym-key-file", help="file holding the pseudonym key")
+    p.add_argument(
+        "--snapshot-ts",
+        help="k8s: when the dump was taken (ISO 8601 with zone); running pods are "
+        "censored there",
     )
     p.add_argument("paths", nargs="+", metavar="PATH")
     _add_format(p)
@@ -458,11 +512,56 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_report)
 
     p = verbs.add_parser(
+        "simulate",
+        help="write a simulated cluster's raw logs with known ground truth",
+    )
+    p.add_argument(
+        "--preset",
+        choices=("llama3-54d", "rsc1"),
+        default="llama3-54d",
+        help="llama3-54d (Llama 3 Table 5) or rsc1 (Kokolis et al. RSC-1)",
+    )
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    p.add_argument("--out", required=True, help="output directory (new or empty)")
+    p.add_argument("--force", action="store_true", help="overwrite a non-empty --out")
+    p.add_argument("--nodes", type=int, help="nodes in the fleet")
+    p.add_argument("--days", type=float, help="simulated span, days")
+    p.add_argument("--run-nodes", type=int, help="nodes of the training run (0: none)")
+    p.add_argument(
+        "--checkpoint-interval-h", type=float, help="run's checkpoint interval, hours"
+    )
+    p.add_argument(
+        "--checkpoint-cost-h", type=float, help="blocking checkpoint write, hours"
+    )
+    p.add_argument("--restart-h", type=float, help="restart overhead u0, hours")
+    p.add_argument(
+        "--background-jobs", type=int, help="background jobs over the span (>= 0)"
+    )
+    p.add_argument(
+        "--noise-lines-per-node-day",
+        type=float,
+        help="ordinary log lines per node-day besides failures",
+    )
+    _add_format(p)
+    p.set_defaults(func=_cmd_simulate)
+
+    p = verbs.add_parser(
         "demo", help="ingest the bundled LANL data and write the report"
     )
     p.add_argument("--out", default="out", help="output directory (default out/)")
     _add_format(p)
     p.set_defaults(func=_cmd_demo)
+
+    from relkit._cli_jobs import add_job_verbs  # jobs, interruptions, rootcause, ...
+
+    add_job_verbs(
+        verbs,
+        emit=_emit,
+        progress=_progress,
+        parse_instant=_parse_instant,
+        add_db=_add_db,
+        add_format=_add_format,
+    )
     return parser
 
 

@@ -16,6 +16,8 @@ __all__ = ["DATASETS", "path"]
 DATASETS: dict[str, str] = {
     "lanl": "lanl/LA-UR-05-7318-failure-data-1996-2005.csv",
     "gpud": "gpud",
+    "llama3_table5": "paper-tables/llama3_table5_unexpected_interruptions.csv",
+    "acmetrace": "acmetrace/cluster_summary.csv",
 }
 
 _ROOTS = (
@@ -34,7 +36,11 @@ def path(name: str) -> Path:
         1996-2005, LA-UR-05-7318, 23,739 records; read it with
         :func:`relkit.ingest.read_lanl` or ``relkit ingest --kind lanl``;
         ``"gpud"``: a directory of two NVIDIA kernel-log excerpts with Xid errors
-        from the gpud project, Apache-2.0, for ``relkit ingest --kind kernel``).
+        from the gpud project, Apache-2.0, for ``relkit ingest --kind kernel``;
+        ``"llama3_table5"``: Llama 3 Table 5, the 18 root-cause rows of the
+        419 unexpected interruptions, typed in, for ``relkit check-table``;
+        ``"acmetrace"``: the AcmeTrace cluster summary, 5 clusters, CC BY 4.0,
+        Hu et al. NSDI 2024).
 
     Returns
     -------

@@ -294,14 +294,16 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
     dict
         Summary: LANL records read, loaded, rejected, systems, fleet MTBF (h);
         the GPU kernel-log excerpts' lines and incidents per failure mode
-        (``tables/gpu_incidents_by_mode.csv``); and the report's path.
+        (``tables/gpu_incidents_by_mode.csv``); the report's path; and a
+        simulated Llama 3-like run's interruptions by cause
+        (``tables/interruptions_by_cause.csv``, see ``relkit._demo_jobs``).
     """
     from relkit import datasets
     from relkit.ingest import read_file, read_path
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for old in ("relkit.duckdb", "gpu-logs.duckdb"):  # the demo starts afresh
+    for old in ("relkit.duckdb", "gpu-logs.duckdb", "jobs.duckdb"):  # start afresh
         for leftover in (out_dir / old, out_dir / f"{old}.wal"):
             leftover.unlink(missing_ok=True)
     with Store(out_dir / "relkit.duckdb") as store:
@@ -332,6 +334,9 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
         .sort("failure_mode")
     )
     by_mode.write_csv(out_dir / "tables" / "gpu_incidents_by_mode.csv")
+    from relkit._demo_jobs import simulated_interruptions  # job logs (issue 5)
+
+    jobs = simulated_interruptions(out_dir, progress)
     return {
         "dataset": "LANL failure data 1996-2005 (LA-UR-05-7318)",
         "records": sources["n_lines"],
@@ -346,4 +351,5 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
             for r in by_mode.iter_rows(named=True)
         ),
         "report": str(page),
+        **jobs,
     }

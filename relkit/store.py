@@ -21,8 +21,15 @@ from relkit.schema import POLARS_SCHEMAS, TABLE_COLUMNS
 
 __all__ = ["SCHEMA_VERSION", "Store", "file_sha256"]
 
-#: Bumped whenever a table's columns change; a store of another version is refused.
-SCHEMA_VERSION = 2
+#: Bumped whenever a table's columns change; a store of another version is refused
+#: (except the versions in :data:`_UPGRADABLE`, upgraded in place when opened for
+#: writing). 3: job-log columns of ``jobs``, ``job_steps``, ``job_nodes.source_id``.
+SCHEMA_VERSION = 3
+
+#: Older schema versions an open for writing upgrades in place, by adding the
+#: columns and tables that came later (no row changes: the tables they extend
+#: had no reader before).
+_UPGRADABLE = ("2",)
 
 #: Sort keys, so every table comes out in a fixed order.
 _SORT_KEYS: dict[str, list[str]] = {
@@ -32,8 +39,9 @@ _SORT_KEYS: dict[str, list[str]] = {
     "ignored": ["source_id", "reason"],
     "failure_modes": ["failure_mode"],
     "assets": ["system", "host", "device", "source_id", "line_no"],
-    "jobs": ["job_id", "attempt"],
-    "job_nodes": ["job_id", "attempt", "host"],
+    "jobs": ["job_id", "attempt", "source_id", "line_no"],
+    "job_steps": ["job_id", "attempt", "step", "source_id", "line_no"],
+    "job_nodes": ["job_id", "attempt", "host", "source_id"],
     "checkpoints": ["run_id", "ts", "source_id", "line_no"],
 }
 
@@ -95,10 +103,13 @@ class Store:
     RelkitError
         If the file is not a DuckDB database, is a DuckDB database of another
         program (tables but no ``relkit_meta``; it is left unchanged), or is a
-        relkit store of another schema version.
+        relkit store of another schema version (a version-2 store opened
+        read-only is refused with how to upgrade it).
 
     Notes
     -----
+    A store of schema version 2 opened for writing is upgraded in place to
+    version 3 (the job-log columns and tables are added; no row changes).
     A store file this object created is removed again when its ``with`` block
     ends in an error while every table is still empty (a failed first ingest
     leaves no empty store behind).
@@ -222,11 +233,41 @@ class Store:
         for name, cols in TABLE_COLUMNS.items():
             body = ", ".join(f'"{c}" {t}' for c, t in cols.items())
             con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({body})")
+        self._upgrade()
         (n_modes,) = con.execute("SELECT count(*) FROM failure_modes").fetchall()[0]
         if n_modes == 0:  # the taxonomy, as data, so SQL users can join it
             from relkit.taxonomy import FAILURE_MODES
 
             self.append("failure_modes", FAILURE_MODES)
+
+    def _upgrade(self) -> None:
+        """Bring a store of an upgradable older version to :data:`SCHEMA_VERSION`.
+
+        Adds every column of :data:`TABLE_COLUMNS` a table lacks (NULL in old
+        rows); new tables were created just before.
+        """
+        con = self._con
+        row = con.execute(
+            "SELECT value FROM relkit_meta WHERE key = 'schema_version'"
+        ).fetchall()
+        if not row or row[0][0] not in _UPGRADABLE:
+            return
+        for name, cols in TABLE_COLUMNS.items():
+            have = {
+                r[0]
+                for r in con.execute(
+                    "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
+                    "AND database_name = current_database()",
+                    [name],
+                ).fetchall()
+            }
+            for col, typ in cols.items():
+                if col not in have:
+                    con.execute(f'ALTER TABLE {name} ADD COLUMN "{col}" {typ}')
+        con.execute(
+            "UPDATE relkit_meta SET value = ? WHERE key = 'schema_version'",
+            [str(SCHEMA_VERSION)],
+        )
 
     def _check_version(self) -> None:
         try:
@@ -240,6 +281,14 @@ class Store:
             )
             raise RelkitError(msg) from exc
         found = row[0][0] if row else None
+        if found in _UPGRADABLE:  # opened read-only, so not upgraded in place
+            msg = (
+                f"{self.path}: store schema version {found}, this relkit needs "
+                f"{SCHEMA_VERSION}. Open it once for writing to upgrade it in place "
+                f"(e.g. `relkit ingest --db {self.path} FILE`, or Store(path) in "
+                "Python), or re-ingest into a new store (--db NEW.duckdb)."
+            )
+            raise RelkitError(msg)
         if found != str(SCHEMA_VERSION):
             msg = (
                 f"{self.path}: store schema version {found}, this relkit needs "
@@ -340,9 +389,10 @@ class Store:
         Notes
         -----
         Rows go from every table with a ``source_id`` column (``events``,
-        ``assets``, ``rejects``, ``jobs``, ``checkpoints``) and the ``job_nodes``
-        of dropped jobs that no other source still holds. Not atomic by itself:
-        call it inside :meth:`transaction` together with the writes it belongs to.
+        ``assets``, ``rejects``, ``jobs``, ``job_steps``, ``job_nodes``,
+        ``checkpoints``) and the ``job_nodes`` of dropped jobs that no other
+        source still holds. Not atomic by itself: call it inside
+        :meth:`transaction` together with the writes it belongs to.
 
         Examples
         --------
@@ -431,7 +481,8 @@ class Store:
         Parameters
         ----------
         name : str
-            One of ``sources, events, rejects, assets, jobs, job_nodes, checkpoints``.
+            One of ``sources, events, rejects, assets, jobs, job_steps,
+            job_nodes, checkpoints``.
 
         Returns
         -------

@@ -86,5 +86,12 @@ def test_demo_shows_lanl_and_gpu_failure_modes(tmp_path: Path) -> None:
         "gpu/application_error (user): 1, gpu/gsp_firmware (hardware): 1"
     )
     assert (tmp_path / "report.html").exists()
+    # issue 5: the simulated run's interruptions by cause match what was injected
+    found, injected = summary["simulated_interruptions"].split(" (injected: ")
+    assert found.replace(" unexpected,", " and").replace(" planned", "") == (
+        injected.rstrip(")")
+    )
+    assert "hardware (unexpected)" in summary["interruptions_by_cause"]
+    assert (tmp_path / "tables" / "interruptions_by_cause.csv").exists()
     again = run_demo(tmp_path)  # starts afresh, same answer
     assert again["loaded"] == 23739

@@ -4,8 +4,9 @@
 dispatches to :func:`read_events`, :func:`read_assets` (normalised CSV/Parquet
 tables), :func:`read_lanl` (the public LANL failure records),
 :func:`read_kernel` (dmesg / syslog / journald / kmsg lines) and
-:func:`read_nvsmi` (``nvidia-smi -q`` snapshots); :func:`read_path` also takes a
-directory of kernel logs. Every input
+:func:`read_nvsmi` (``nvidia-smi -q`` snapshots), :func:`read_sacct` (Slurm
+``sacct -P`` dumps) and :func:`read_k8s` (Kubernetes pod and job JSON);
+:func:`read_path` also takes a directory of kernel logs. Every input
 record ends up as a row or in ``rejects`` with a reason; a file whose bytes were
 already ingested as the same kind is skipped, and a file that changed since it
 was read from the same path is refused unless ``replace=True`` (``--replace``).
@@ -18,29 +19,39 @@ from typing import Literal
 
 from relkit.errors import IngestError
 from relkit.ingest._common import IngestResult
+from relkit.ingest._hostlist import expand_hostlist
+from relkit.ingest.k8s import read_k8s
 from relkit.ingest.kernel import read_kernel
 from relkit.ingest.nvsmi import read_nvsmi
+from relkit.ingest.papers import read_cluster_summary, read_paper_table
 from relkit.ingest.public import read_lanl
+from relkit.ingest.slurm import parse_job_ids, read_sacct
 from relkit.ingest.tables import read_assets, read_events
 from relkit.store import Store
 
 __all__ = [
     "KINDS",
     "IngestResult",
+    "expand_hostlist",
+    "parse_job_ids",
     "read_assets",
+    "read_cluster_summary",
     "read_events",
     "read_file",
     "read_files",
+    "read_k8s",
     "read_kernel",
     "read_lanl",
     "read_nvsmi",
+    "read_paper_table",
     "read_path",
+    "read_sacct",
 ]
 
 #: Kinds :func:`read_file` understands.
-KINDS = ("events", "assets", "lanl", "kernel", "nvsmi")
+KINDS = ("events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s")
 
-Kind = Literal["events", "assets", "lanl", "kernel", "nvsmi"]
+Kind = Literal["events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s"]
 
 
 def read_file(
@@ -53,6 +64,9 @@ def read_file(
     reference_date: str | dt.date | None = None,
     host: str | None = None,
     host_from_filename: bool = False,
+    pseudonymize: bool = False,
+    pseudonym_key_file: str | Path | None = None,
+    snapshot_ts: str | dt.datetime | None = None,
 ) -> IngestResult:
     r"""Ingest one file of a given kind into the store, atomically.
 
@@ -62,10 +76,11 @@ def read_file(
         Open, writable store.
     path : str or Path
         The file to read.
-    kind : {"events", "assets", "lanl", "kernel", "nvsmi"}
+    kind : {"events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s"}
         What the file holds: a normalised events table, an assets table, the
-        LANL failure records (LA-UR-05-7318), a kernel/syslog log, or
-        ``nvidia-smi -q`` snapshots.
+        LANL failure records (LA-UR-05-7318), a kernel/syslog log,
+        ``nvidia-smi -q`` snapshots, a Slurm ``sacct -P`` dump, or Kubernetes
+        pod/job JSON (``kubectl get -o json``).
     tz : str, optional
         IANA zone of zone-less timestamps in ``events``/``assets`` files (e.g.
         ``"UTC"``). The LANL times are always America/Denver; another ``tz`` is
@@ -82,6 +97,15 @@ def read_file(
         Kernel and nvidia-smi logs: the host, for framings that carry none.
     host_from_filename : bool, default False
         Kernel logs: take the host from the file name (``gpu017.log``).
+    pseudonymize : bool, default False
+        Job logs (``sacct``, ``k8s``): replace user and job names by keyed
+        pseudonyms (see :func:`read_sacct`).
+    pseudonym_key_file : str or Path, optional
+        Job logs: file holding the pseudonym key (default: the environment
+        variable ``RELKIT_PSEUDONYM_KEY``).
+    snapshot_ts : str or datetime, optional
+        ``k8s``: when the dump was taken (aware), where running containers are
+        right-censored.
 
     Returns
     -------
@@ -144,6 +168,24 @@ def read_file(
         return read_lanl(store, path, replace=replace)
     if kind == "nvsmi":
         return read_nvsmi(store, path, tz=tz, host=host, replace=replace)
+    if kind == "sacct":
+        return read_sacct(
+            store,
+            path,
+            tz=tz,
+            replace=replace,
+            pseudonymize=pseudonymize,
+            pseudonym_key_file=pseudonym_key_file,
+        )
+    if kind == "k8s":
+        return read_k8s(
+            store,
+            path,
+            snapshot_ts=snapshot_ts,
+            replace=replace,
+            pseudonymize=pseudonymize,
+            pseudonym_key_file=pseudonym_key_file,
+        )
     if kind == "kernel":
         if Path(path).is_dir():
             msg = "is a directory; read it with read_path() (relkit ingest DIR)."
@@ -172,6 +214,9 @@ def read_path(
     reference_date: str | dt.date | None = None,
     host: str | None = None,
     host_from_filename: bool = False,
+    pseudonymize: bool = False,
+    pseudonym_key_file: str | Path | None = None,
+    snapshot_ts: str | dt.datetime | None = None,
 ) -> list[IngestResult]:
     """Ingest a file, or for ``kind="kernel"`` a directory of per-host logs.
 
@@ -181,7 +226,7 @@ def read_path(
         Open, writable store.
     path : str or Path
         A file; with ``kind="kernel"`` also a directory (each file its own source).
-    kind : {"events", "assets", "lanl", "kernel", "nvsmi"}
+    kind : {"events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s"}
         What the file holds (see :func:`read_file`).
     tz : str, optional
         IANA zone of zone-less timestamps.
@@ -193,6 +238,12 @@ def read_path(
         Host for framings that carry none (kernel, nvidia-smi logs).
     host_from_filename : bool, default False
         Kernel logs: the host is the file name without its suffixes.
+    pseudonymize : bool, default False
+        Job logs: keyed pseudonyms for user and job names.
+    pseudonym_key_file : str or Path, optional
+        Job logs: file holding the pseudonym key.
+    snapshot_ts : str or datetime, optional
+        ``k8s``: when the dump was taken.
 
     Returns
     -------
@@ -216,7 +267,19 @@ def read_path(
                 replace=replace,
             )
         )
-    return [read_file(store, path, kind=kind, tz=tz, replace=replace, host=host)]
+    return [
+        read_file(
+            store,
+            path,
+            kind=kind,
+            tz=tz,
+            replace=replace,
+            host=host,
+            pseudonymize=pseudonymize,
+            pseudonym_key_file=pseudonym_key_file,
+            snapshot_ts=snapshot_ts,
+        )
+    ]
 
 
 def read_files(

@@ -1,0 +1,396 @@
+"""The job-log verbs of the ``relkit`` command (jobs, interruptions, rootcause, ...).
+
+Kept apart from :mod:`relkit.cli` so that file stays small; :mod:`relkit.cli`
+registers them with :func:`add_job_verbs` and passes its output helpers in. No
+logic of its own: each verb reads store tables and calls the library.
+"""
+
+import argparse
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+
+from relkit.errors import RelkitError
+
+Emit = Callable[[Any, str], None]
+Progress = Callable[[str], None]
+ParseInstant = Callable[[str | None, str], datetime | None]
+AddArg = Callable[[argparse.ArgumentParser], None]
+
+#: ``relkit jobs --format json`` row fields (issue 5).
+JOB_FIELDS = (
+    "job_id",
+    "base_job_id",
+    "array_task",
+    "het_offset",
+    "attempt",
+    "state",
+    "cancelled_by_uid",
+    "submit_ts",
+    "start_ts",
+    "end_ts",
+    "elapsed_s",
+    "n_nodes",
+    "n_gpus",
+    "hosts",
+)
+#: ``relkit interruptions --format json`` row fields (issue 5).
+INTERRUPTION_FIELDS = (
+    "job_id",
+    "attempt",
+    "end_ts",
+    "state",
+    "cause",
+    "failure_mode",
+    "host",
+    "n_gpus",
+    "lost_gpu_h",
+)
+#: ``relkit rootcause --format json`` row fields (issue 5).
+ROOTCAUSE_FIELDS = ("component", "category", "interruptions", "pct")
+#: ``relkit scale --format json`` row fields (issue 5).
+SCALE_FIELDS = ("gpus", "mttf_h", "mttf_lower_h", "mttf_upper_h")
+
+
+def _list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    try:
+        values = [int(t) for t in _list(text) or []]
+    except ValueError as exc:
+        msg = (
+            f"{flag} {text!r}: give whole numbers separated by commas, e.g. 1024,16384"
+        )
+        raise RelkitError(msg) from exc
+    if not values or min(values) < 1:
+        msg = f"{flag} {text!r}: give whole numbers >= 1, e.g. 1024,16384"
+        raise RelkitError(msg)
+    return values
+
+
+def _job_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Build the attempts and interruptions of the store named by ``--db``."""
+    from relkit.fleet import log_end
+    from relkit.interruptions import job_interruptions
+    from relkit.store import Store
+
+    with Store(args.db, read_only=True) as store:
+        jobs, nodes = store.table("jobs"), store.table("job_nodes")
+        events, sources = store.table("events"), store.table("sources")
+    if jobs.height == 0:
+        msg = (
+            f"{args.db} holds no job records; ingest a job log first, e.g. "
+            f"relkit ingest --db {args.db} --kind sacct --tz UTC sacct.psv"
+        )
+        raise RelkitError(msg)
+    return job_interruptions(
+        jobs,
+        nodes,
+        events,
+        end_of_log=log_end(sources),
+        window_min=args.window_min,
+        slack_min=args.slack_min,
+        after_end_min=args.after_end_min,
+        gpus_per_node=args.gpus_per_node,
+    )
+
+
+def _cmd_jobs(args: argparse.Namespace, emit: Emit) -> int:
+    from relkit.interruptions import job_table
+    from relkit.store import Store
+
+    with Store(args.db, read_only=True) as store:
+        table = job_table(store.table("jobs"), store.table("job_nodes"))
+    emit(table.select(JOB_FIELDS), args.format)
+    return 0
+
+
+def _cmd_interruptions(args: argparse.Namespace, emit: Emit) -> int:
+    _, interruptions = _job_tables(args)
+    kinds = _list(args.kind)
+    if kinds is not None:
+        known = {"unexpected", "planned", "secondary", "not_failure"}
+        if bad := sorted(set(kinds) - known):
+            msg = f"--kind {bad}: choose from {sorted(known)}, e.g. --kind unexpected"
+            raise RelkitError(msg)
+        interruptions = interruptions.filter(pl.col("kind").is_in(kinds))
+    emit(interruptions.select(INTERRUPTION_FIELDS), args.format)
+    return 0
+
+
+def _cmd_rootcause(
+    args: argparse.Namespace, emit: Emit, parse_instant: ParseInstant
+) -> int:
+    from relkit.interruptions import interruption_summary, root_cause_table
+
+    start = parse_instant(args.window_start, "--window-start")
+    end = parse_instant(args.window_end, "--window-end")
+    if start is not None and end is not None and start >= end:
+        msg = f"--window-start {start} is not before --window-end {end}; swap them"
+        raise RelkitError(msg)
+    attempts, interruptions = _job_tables(args)
+    jobs = _list(args.job)
+    if jobs is not None and (
+        missing := sorted(set(jobs) - set(attempts["job_id"].to_list()))
+    ):
+        msg = f"--job {missing[:5]}: no such job in {args.db}; see `relkit jobs`."
+        raise RelkitError(msg)
+    window = {"job_ids": jobs, "window_start": start, "window_end": end}
+    summary = interruption_summary(interruptions, attempts, **window)
+    if args.summary:
+        emit(summary.to_dict(), args.format)
+        return 0
+    table = root_cause_table(interruptions, **window).with_columns(
+        pct=pl.col("frac") * 100.0
+    )
+    emit(table.select(ROOTCAUSE_FIELDS), args.format)
+    if args.format == "table":
+        print()
+        emit(summary.to_dict(), "table")
+    return 0
+
+
+def _cmd_check_table(args: argparse.Namespace, emit: Emit) -> int:
+    from relkit.ingest import read_paper_table
+    from relkit.published import check_table
+
+    emit(check_table(read_paper_table(args.file)), args.format)
+    return 0
+
+
+def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
+    from relkit.scale import node_failure_rate, scale_projection
+
+    if (args.failure_rate is None) == (args.db is None):
+        msg = (
+            "give the node failure rate: --failure-rate R (per node-day, e.g. "
+            "0.0065) or --db DB (observed from the store's failures and assets)"
+        )
+        raise RelkitError(msg)
+    lower = upper = None
+    if args.failure_rate is not None:
+        rate = args.failure_rate
+        if args.rate_bounds is not None:
+            bounds = _list(args.rate_bounds) or []
+            try:
+                lower, upper = (float(b) for b in bounds)
+            except ValueError as exc:
+                msg = f"--rate-bounds {args.rate_bounds!r}: give LOW,HIGH per node-day"
+                raise RelkitError(msg) from exc
+        source = f"given r_f = {rate:g} per node-day"
+    else:
+        from relkit.fleet import mtbf_by
+
+        with_store = _store_tables(args.db)
+        row = mtbf_by(
+            *with_store, by=(), window_min=args.window_min, confidence=args.confidence
+        ).row(0, named=True)
+        observed = node_failure_rate(
+            row["n_failures"], row["exposure_h"], confidence=args.confidence
+        )
+        rate, lower, upper = (
+            observed.failures_per_node_day,
+            observed.lower,
+            observed.upper,
+        )
+        source = (
+            f"observed r_f = {observed.per_1000_node_days:.3f} per 1000 node-days "
+            f"({observed.n_failures} failures in {observed.node_days:,.1f} "
+            f"node-days, {row['exposure_basis']})"
+        )
+    out = scale_projection(
+        rate,
+        _ints(args.gpus, "--gpus"),
+        gpus_per_node=args.gpus_per_node,
+        rate_lower=lower,
+        rate_upper=upper,
+    )
+    progress(f"projected MTTF(N) = 24 / (N_nodes * r_f) h from the {source}")
+    emit(out.select(SCALE_FIELDS), args.format)
+    return 0
+
+
+def _store_tables(db: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    from relkit.store import Store
+
+    with Store(db, read_only=True) as store:
+        return store.table("events"), store.table("assets")
+
+
+def _cmd_job_mttf(args: argparse.Namespace, emit: Emit) -> int:
+    from relkit.scale import job_mttf_by_size
+
+    attempts, interruptions = _job_tables(args)
+    causes = _list(args.causes) or ["hardware", "network", "infrastructure"]
+    emit(
+        job_mttf_by_size(
+            attempts, interruptions, causes=causes, confidence=args.confidence
+        ),
+        args.format,
+    )
+    return 0
+
+
+def _cmd_failure_share(args: argparse.Namespace, emit: Emit) -> int:
+    from relkit.published import acmetrace_failure_share, failure_share
+
+    if args.acmetrace is not None:
+        from relkit import datasets
+        from relkit.ingest import read_cluster_summary
+
+        path = args.acmetrace or datasets.path("acmetrace")
+        emit(acmetrace_failure_share(read_cluster_summary(path)), args.format)
+        return 0
+    if args.db is None:
+        msg = "give --db DB (job logs in a store) or --acmetrace [FILE]"
+        raise RelkitError(msg)
+    attempts, _ = _job_tables(args)
+    emit(failure_share(attempts, by=args.by), args.format)
+    return 0
+
+
+def _job_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--slack-min",
+        type=float,
+        default=15.0,
+        help="minutes before a job's end searched for the incident that ended it",
+    )
+    p.add_argument(
+        "--after-end-min",
+        type=float,
+        default=1.0,
+        help="minutes after a job's end an incident may be logged (clock skew)",
+    )
+    p.add_argument(
+        "--window-min", type=float, default=10.0, help="incident gap window, min"
+    )
+    p.add_argument(
+        "--gpus-per-node",
+        type=int,
+        default=8,
+        help="GPUs per node where a job record has no GPU count (default 8)",
+    )
+
+
+def add_job_verbs(
+    verbs: Any,  # noqa: ANN401 - argparse's private _SubParsersAction
+    *,
+    emit: Emit,
+    progress: Progress,
+    parse_instant: ParseInstant,
+    add_db: AddArg,
+    add_format: AddArg,
+) -> None:
+    """Register the job-log verbs on the ``relkit`` sub-parsers.
+
+    Parameters
+    ----------
+    verbs : argparse sub-parsers action
+        What ``ArgumentParser.add_subparsers`` returned.
+    emit : callable
+        ``emit(result, fmt)`` prints a frame or dict as table, JSON or CSV.
+    progress : callable
+        ``progress(message)`` prints to stderr.
+    parse_instant : callable
+        ``parse_instant(text, flag)`` reads an ISO 8601 instant with a zone.
+    add_db, add_format : callable
+        Add the ``--db`` and ``--format`` options to a parser.
+    """
+    p = verbs.add_parser("jobs", help="list job attempts from sacct / k8s records")
+    add_db(p)
+    add_format(p)
+    p.set_defaults(func=lambda a: _cmd_jobs(a, emit))
+
+    p = verbs.add_parser(
+        "interruptions", help="abnormal job ends with their cause and lost GPU-hours"
+    )
+    add_db(p)
+    _job_options(p)
+    p.add_argument(
+        "--kind",
+        help="only these kinds: unexpected, planned, secondary, not_failure "
+        "(comma-separated; default all)",
+    )
+    add_format(p)
+    p.set_defaults(func=lambda a: _cmd_interruptions(a, emit))
+
+    p = verbs.add_parser(
+        "rootcause", help="interruptions by root cause, in the shape of Llama 3 Table 5"
+    )
+    add_db(p)
+    _job_options(p)
+    p.add_argument("--job", help="only these job ids (comma-separated)")
+    p.add_argument("--window-start", help="ISO 8601 instant with zone")
+    p.add_argument("--window-end", help="ISO 8601 instant with zone")
+    p.add_argument(
+        "--summary",
+        action="store_true",
+        help="print the counts and mean time between interruptions instead",
+    )
+    add_format(p)
+    p.set_defaults(func=lambda a: _cmd_rootcause(a, emit, parse_instant))
+
+    p = verbs.add_parser(
+        "check-table", help="check a published root-cause table for consistency"
+    )
+    p.add_argument(
+        "file", metavar="FILE", help="CSV: component,category,count,printed pct"
+    )
+    add_format(p)
+    p.set_defaults(func=lambda a: _cmd_check_table(a, emit))
+
+    p = verbs.add_parser(
+        "scale", help="projected job MTTF at N GPUs from the node failure rate"
+    )
+    p.add_argument(
+        "--failure-rate", type=float, help="node failure rate r_f, per node-day"
+    )
+    p.add_argument(
+        "--rate-bounds", help="bounds of r_f, LOW,HIGH per node-day (optional)"
+    )
+    p.add_argument(
+        "--db", help="take r_f observed in this store instead of --failure-rate"
+    )
+    p.add_argument(
+        "--gpus", required=True, help="job sizes in GPUs, e.g. 1024,16384,131072"
+    )
+    p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument("--confidence", type=float, default=0.9)
+    p.add_argument("--window-min", type=float, default=10.0)
+    add_format(p)
+    p.set_defaults(func=lambda a: _cmd_scale(a, emit, progress))
+
+    p = verbs.add_parser(
+        "job-mttf", help="observed job MTTF per GPU-count bucket, with bounds"
+    )
+    add_db(p)
+    _job_options(p)
+    p.add_argument(
+        "--causes",
+        help="causes counted as failures (default hardware,network,infrastructure)",
+    )
+    p.add_argument("--confidence", type=float, default=0.9)
+    add_format(p)
+    p.set_defaults(func=lambda a: _cmd_job_mttf(a, emit))
+
+    p = verbs.add_parser(
+        "failure-share", help="failed share of jobs by count and by GPU time"
+    )
+    p.add_argument("--db", help="store with job logs")
+    _job_options(p)
+    p.add_argument("--by", help="group column, e.g. partition")
+    p.add_argument(
+        "--acmetrace",
+        nargs="?",
+        const="",
+        help="the AcmeTrace cluster summary instead (bundled, or FILE)",
+    )
+    add_format(p)
+    p.set_defaults(func=lambda a: _cmd_failure_share(a, emit))
