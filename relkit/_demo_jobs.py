@@ -1,9 +1,11 @@
 """The job-log part of ``relkit demo``: a simulated Llama-3-like run, read back.
 
-The simulator (:mod:`relkit.simulate`, preset ``llama3-54d`` shortened to 8
-days) writes the raw files a cluster produces; relkit ingests the ``sacct -P``
-dump and the kernel logs like any other and attributes the run's
-interruptions, which the demo prints by cause next to the injected truth.
+The bundled ``synthetic`` dataset (``relkit simulate --preset llama3-54d
+--nodes 264 --seed 1``: 54 days, a 2,048-GPU run) holds the raw files a
+cluster produces; relkit ingests its assets, ``sacct -P`` dump and kernel logs
+like any other, attributes the run's interruptions, and the demo prints them by
+cause and in the shape of Llama 3 Table 5, next to the injected truth in
+``ground_truth.json``.
 """
 
 import json
@@ -14,21 +16,19 @@ import polars as pl
 
 from relkit.store import Store
 
-DEMO_DAYS = 8.0
-DEMO_SEED = 1
-
 
 def simulated_interruptions(
     out_dir: Path,
     progress: Any,  # noqa: ANN401 - the demo's progress callable
 ) -> dict[str, Any]:
-    """Simulate a short Llama 3 run, ingest its logs, count interruptions by cause.
+    """Ingest the bundled simulated run, count its interruptions by cause.
 
     Parameters
     ----------
     out_dir : Path
-        The demo's output directory: ``simulated-run/`` (raw files),
-        ``jobs.duckdb`` and ``tables/interruptions_by_cause.csv`` are written.
+        The demo's output directory: ``jobs.duckdb``,
+        ``tables/interruptions_by_cause.csv`` and
+        ``tables/root_cause_table5.csv`` are written.
     progress : callable
         Called with a short message before each long step.
 
@@ -39,22 +39,23 @@ def simulated_interruptions(
         (unexpected and planned counts found, with the injected ones) and
         ``interruptions_by_cause`` (``cause (kind): n`` pairs).
     """
+    from relkit import datasets
     from relkit.fleet import log_end
     from relkit.ingest import read_file, read_path
-    from relkit.interruptions import job_interruptions
-    from relkit.simulate import simulate_cluster, simulation_preset, write_simulation
+    from relkit.interruptions import job_interruptions, root_cause_table
 
-    raw = out_dir / "simulated-run"
-    progress(f"simulating a {DEMO_DAYS:g}-day Llama 3-like run (relkit.simulate)")
-    config = simulation_preset("llama3-54d", days=DEMO_DAYS, noise_lines_per_node_day=0)
-    write_simulation(simulate_cluster(config, seed=DEMO_SEED), raw, force=True)
+    raw = datasets.path("synthetic")
     truth = json.loads((raw / "ground_truth.json").read_text(encoding="utf-8"))
     ref_date = truth["ingest"]["kernel"].split("--reference-date ")[1].split()[0]
     db = out_dir / "jobs.duckdb"
     for leftover in (db, Path(f"{db}.wal")):
         leftover.unlink(missing_ok=True)
-    progress("ingesting its sacct dump and kernel logs, attributing interruptions")
+    progress(
+        "ingesting a simulated Llama 3-like run (datasets/synthetic): assets, "
+        "sacct dump, kernel logs; attributing interruptions"
+    )
     with Store(db) as store:
+        read_file(store, raw / "assets.csv", kind="assets")
         read_file(
             store, raw / "sacct.psv", kind="sacct", tz=truth["ingest"]["sacct_tz"]
         )
@@ -79,12 +80,17 @@ def simulated_interruptions(
     )
     (out_dir / "tables").mkdir(parents=True, exist_ok=True)
     by_cause.write_csv(out_dir / "tables" / "interruptions_by_cause.csv")
+    root_cause_table(interruptions).write_csv(
+        out_dir / "tables" / "root_cause_table5.csv"
+    )
     counts = truth["counts"]
     found = {k: interruptions.filter(kind=k).height for k in ("unexpected", "planned")}
+    config = truth["config"]
     return {
         "simulated_run": (
-            f"llama3-54d preset, {DEMO_DAYS:g} days, seed {DEMO_SEED} "
-            f"({config.run_nodes * config.gpus_per_node:,} GPUs)"
+            f"{truth['preset']} preset, {config['days']:g} days, seed "
+            f"{truth['seed']} ({config['run_nodes'] * config['gpus_per_node']:,} "
+            "GPUs), datasets/synthetic"
         ),
         "simulated_interruptions": (
             f"{found['unexpected']} unexpected, {found['planned']} planned "

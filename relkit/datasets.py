@@ -18,6 +18,7 @@ DATASETS: dict[str, str] = {
     "gpud": "gpud",
     "llama3_table5": "paper-tables/llama3_table5_unexpected_interruptions.csv",
     "acmetrace": "acmetrace/cluster_summary.csv",
+    "synthetic": "synthetic/llama3-54d-264n-seed1",
 }
 
 _ROOTS = (
@@ -40,12 +41,16 @@ def path(name: str) -> Path:
         ``"llama3_table5"``: Llama 3 Table 5, the 18 root-cause rows of the
         419 unexpected interruptions, typed in, for ``relkit check-table``;
         ``"acmetrace"``: the AcmeTrace cluster summary, 5 clusters, CC BY 4.0,
-        Hu et al. NSDI 2024).
+        Hu et al. NSDI 2024; ``"synthetic"``: a directory written by
+        ``relkit simulate`` (preset ``llama3-54d``, 264 nodes, 54 days, seed 1):
+        per-host kernel logs, ``sacct.psv``, ``checkpoints.jsonl``,
+        ``assets.csv`` and ``ground_truth.json``).
 
     Returns
     -------
     Path
-        Absolute path of the file.
+        Absolute path of the file (of the directory for ``"gpud"`` and
+        ``"synthetic"``).
 
     Raises
     ------
