@@ -187,9 +187,14 @@ def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
     else:
         from relkit.fleet import mtbf_by
 
-        with_store = _store_tables(args.db)
+        events, assets, sources = _store_tables(args.db)
         row = mtbf_by(
-            *with_store, by=(), window_min=args.window_min, confidence=args.confidence
+            events,
+            assets,
+            sources=sources,
+            by=(),
+            window_min=args.window_min,
+            confidence=args.confidence,
         ).row(0, named=True)
         observed = node_failure_rate(
             row["n_failures"], row["exposure_h"], confidence=args.confidence
@@ -216,11 +221,11 @@ def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
     return 0
 
 
-def _store_tables(db: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _store_tables(db: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     from relkit.store import Store
 
     with Store(db, read_only=True) as store:
-        return store.table("events"), store.table("assets")
+        return store.table("events"), store.table("assets"), store.table("sources")
 
 
 def _cmd_job_mttf(args: argparse.Namespace, emit: Emit) -> int:

@@ -11,6 +11,7 @@ import polars as pl
 
 from relkit import exposure
 from relkit.errors import InsufficientDataError, SchemaError
+from relkit.schema import POLARS_SCHEMAS
 
 #: Columns an MTBF or survival grouping may use, and where each one lives.
 FAILURE_ATTRIBUTES = ("failure_mode", "root_cause", "sub_cause", "code", "severity")
@@ -199,16 +200,54 @@ def failure_records(
     )
 
 
-def assumed_assets(events: pl.DataFrame, *, gpus_per_node: int = 8) -> pl.DataFrame:
+def log_ends(sources: pl.DataFrame | None, events: pl.DataFrame) -> pl.DataFrame:
+    """``host, log_end_ts``: when each host's logs end, from the sources table.
+
+    The kernel reader records ``log_end_ts``, the time of a file's last
+    non-blank line, in each source's ``options``. A file read for one host
+    (``--host``, ``--host-from-filename``) gives that host its end; a file with
+    many hosts gives it to every host with an event in it. Lines without a
+    failure signal are not stored, so without this the observation of a host
+    would end at its last failure.
+    """
+    schema = {"host": pl.String, "log_end_ts": POLARS_SCHEMAS["events"]["ts"]}
+    if sources is None or sources.is_empty() or "options" not in sources.columns:
+        return pl.DataFrame(schema=schema)
+    opts = sources.select(
+        "source_id",
+        end=pl.col("options").str.json_path_match("$.log_end_ts"),
+        one_host=pl.col("options").str.json_path_match("$.host"),
+    ).filter(pl.col("end").is_not_null())
+    if opts.is_empty():
+        return pl.DataFrame(schema=schema)
+    opts = opts.with_columns(
+        end=pl.col("end").str.to_datetime(time_zone="UTC", time_unit="us")
+    )
+    named = opts.filter(pl.col("one_host").is_not_null()).select(
+        host="one_host", log_end_ts="end"
+    )
+    seen = (
+        events.filter(pl.col("host").is_not_null())
+        .select("host", "source_id")
+        .unique()
+        .join(opts.filter(pl.col("one_host").is_null()), on="source_id")
+        .select("host", log_end_ts="end")
+    )
+    both = pl.concat([named, seen]).cast(schema)  # type: ignore[arg-type]
+    return both.group_by("host").agg(pl.col("log_end_ts").max()).sort("host")
+
+
+def assumed_assets(
+    events: pl.DataFrame, *, gpus_per_node: int = 8, ends: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Assets assumed from the logs: every host seen, at risk over its logs' span.
 
     Used when the store has no assets table. A host is at risk from the first
     to the last timed line of the log files (sources) it appears in, so an
-    unrelated file in the same store does not stretch its time at risk. Each
-    row's ``attrs`` says ``{"assumed": true}`` so results can be labelled.
+    unrelated file in the same store does not stretch its time at risk; ``ends``
+    (:func:`log_ends`) extends that to the logs' last lines. Each row's
+    ``attrs`` says ``{"assumed": true}`` so results can be labelled.
     """
-    from relkit.schema import POLARS_SCHEMAS
-
     timed = events.filter(pl.col("ts").is_not_null())
     spans = timed.group_by("source_id").agg(
         _first=pl.col("ts").min(), _last=pl.col("ts").max()
@@ -224,10 +263,16 @@ def assumed_assets(events: pl.DataFrame, *, gpus_per_node: int = 8) -> pl.DataFr
             out_of_service_ts=pl.col("_last").max().cast(utc),
         )
         .sort("host")
-        .with_columns(
-            gpus=pl.lit(gpus_per_node, dtype=pl.Int32),
-            attrs=pl.lit('{"assumed": true}'),
+    )
+    if ends is not None and ends.height:
+        hosts = hosts.join(ends, on="host", how="left").with_columns(
+            out_of_service_ts=pl.max_horizontal("out_of_service_ts", "log_end_ts")
         )
+    hosts = hosts.select(
+        "host", "system", "in_service_ts", "out_of_service_ts"
+    ).with_columns(
+        gpus=pl.lit(gpus_per_node, dtype=pl.Int32),
+        attrs=pl.lit('{"assumed": true}'),
     )
     return pl.concat(
         [pl.DataFrame(schema=POLARS_SCHEMAS["assets"]), hosts], how="diagonal_relaxed"
@@ -259,6 +304,7 @@ def prepare_tables(
     *,
     window_min: float = 10.0,
     gpus_per_node: int = 8,
+    sources: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame, datetime]:
     """Check and align the store's tables; return failures, assets and the end.
 
@@ -270,9 +316,9 @@ def prepare_tables(
     - Every failure must be on a known host, inside one of its service windows,
       and no unit may be listed twice at once by two assets files.
     - Each assets file's observation ends at the last record about any of its
-      hosts (or at ``window_end`` if earlier; at ``window_end`` for files whose
-      hosts have no records), so another fleet's data in the same store never
-      stretches this fleet's time at risk.
+      hosts, the last line of their logs included (:func:`log_ends` of
+      ``sources``), or at ``window_end`` if earlier, so another fleet's data in
+      the same store never stretches this fleet's time at risk.
 
     Raises
     ------
@@ -284,9 +330,10 @@ def prepare_tables(
     records = events.filter(pl.col("ts").is_not_null())
     if events.height and records.height == 0:
         raise InsufficientDataError(_no_wall_time_message(events))
+    ends = log_ends(sources, records)
     events = failure_records(events, window_min=window_min)
     if assets.height == 0 and records.height:
-        assets = assumed_assets(records, gpus_per_node=gpus_per_node)
+        assets = assumed_assets(records, gpus_per_node=gpus_per_node, ends=ends)
     if assets.height == 0:
         msg = (
             f"no assets in the store ({events.height} events): MTBF needs the units "
@@ -307,8 +354,13 @@ def prepare_tables(
     assets = assets.with_columns(pl.col("system").fill_null(UNASSIGNED))
     _check_hosts(events, assets)
     end = window_end or exposure.observation_end(records if records.height else events)
-    last = records.group_by("host").agg(
-        _last=pl.max_horizontal(pl.col("ts").max(), pl.col("repaired_ts").max())
+    if window_end is None and ends.height:
+        end = max(end, ends.get_column("log_end_ts").max())  # type: ignore[type-var]
+    last = (
+        records.group_by("host")
+        .agg(_last=pl.max_horizontal(pl.col("ts").max(), pl.col("repaired_ts").max()))
+        .join(ends, on="host", how="full", coalesce=True)
+        .select("host", _last=pl.max_horizontal("_last", "log_end_ts"))
     )
     source_end = (
         assets.join(last, on="host", how="left")

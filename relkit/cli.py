@@ -162,11 +162,12 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_tables(db: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _open_tables(db: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Read the store's ``events``, ``assets`` and ``sources`` tables."""
     from relkit.store import Store
 
     with Store(db, read_only=True) as store:
-        return store.table("events"), store.table("assets")
+        return store.table("events"), store.table("assets"), store.table("sources")
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -196,10 +197,11 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
     if start is not None and end is not None and start >= end:
         msg = f"--window-start {start} is not before --window-end {end}; swap them"
         raise RelkitError(msg)
-    events, assets = _open_tables(args.db)
+    events, assets, sources = _open_tables(args.db)
     result = mtbf_by(
         events,
         assets,
+        sources=sources,
         by=_columns(args.by),
         confidence=args.confidence,
         window_start=start,
@@ -214,9 +216,11 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
 def _cmd_survival(args: argparse.Namespace) -> int:
     from relkit.fleet import survival_by
 
-    events, assets = _open_tables(args.db)
+    events, assets, sources = _open_tables(args.db)
     _progress("fitting exponential, Weibull, log-normal and log-logistic models")
-    result = survival_by(events, assets, by=_columns(args.by), unit=args.unit)
+    result = survival_by(
+        events, assets, by=_columns(args.by), unit=args.unit, sources=sources
+    )
     _emit(result, args.format)
     return 0
 

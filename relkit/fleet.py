@@ -48,6 +48,7 @@ def mtbf_by(
     window_end: datetime | None = None,
     window_min: float = 10.0,
     gpus_per_node: int = 8,
+    sources: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Compute MTBF per group from the store's events and assets tables.
 
@@ -75,6 +76,12 @@ def mtbf_by(
         GPUs per host when, with no assets table, the hosts seen in the logs are
         assumed at risk over the span of the logs.
 
+    sources : pl.DataFrame, optional
+        The store's ``sources`` table: kernel logs record when they end
+        (``log_end_ts``), which extends each host's observation past its last
+        failure to its logs' last line. Without it, observation ends at the last
+        failure or repair record.
+
     Returns
     -------
     pl.DataFrame
@@ -92,7 +99,12 @@ def mtbf_by(
     by = _unique(by)
     unit_by, _ = split_by(by, assets)
     events, assets, end = _prepare_tables(
-        events, assets, window_end, window_min=window_min, gpus_per_node=gpus_per_node
+        events,
+        assets,
+        window_end,
+        window_min=window_min,
+        gpus_per_node=gpus_per_node,
+        sources=sources,
     )
     # a declared window is half-open [start, end), so adjacent windows never
     # count one failure twice; the default end is the last record, kept inside
@@ -116,11 +128,12 @@ def _tbf_tables(
     by: Sequence[str],
     unit: Literal["node", "system"],
     window_end: datetime | None,
+    sources: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Return the time-between-failures table and its exclusions."""
     by = _unique(by)
     split_by(by, assets)
-    events, assets, end = _prepare_tables(events, assets, window_end)
+    events, assets, end = _prepare_tables(events, assets, window_end, sources=sources)
     failures = with_cause_columns(events)
     args = {"unit": unit, "by": by, "window_end": end}
     return (
@@ -136,6 +149,7 @@ def time_between_failures(
     by: Sequence[str] = (),
     unit: Literal["node", "system"] = "system",
     window_end: datetime | None = None,
+    sources: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Build the time-between-failures table of each group, ready to fit.
 
@@ -152,6 +166,12 @@ def time_between_failures(
     window_end : datetime, optional
         End of observation (UTC); defaults to the end of the data.
 
+    sources : pl.DataFrame, optional
+        The store's ``sources`` table: kernel logs record when they end
+        (``log_end_ts``), which extends each host's observation past its last
+        failure to its logs' last line. Without it, observation ends at the last
+        failure or repair record.
+
     Returns
     -------
     pl.DataFrame
@@ -165,7 +185,9 @@ def time_between_failures(
     InsufficientDataError
         If the store holds no assets, or failures on hosts it does not list.
     """
-    return _tbf_tables(events, assets, by=by, unit=unit, window_end=window_end)[0]
+    return _tbf_tables(
+        events, assets, by=by, unit=unit, window_end=window_end, sources=sources
+    )[0]
 
 
 def survival_by(
@@ -175,6 +197,7 @@ def survival_by(
     by: Sequence[str] = (),
     unit: Literal["node", "system"] = "system",
     window_end: datetime | None = None,
+    sources: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Fit lifetime models to the time between failures of each group.
 
@@ -190,6 +213,12 @@ def survival_by(
         Gaps between failures of the same node, or of the whole group.
     window_end : datetime, optional
         End of observation (UTC); defaults to the end of the data.
+
+    sources : pl.DataFrame, optional
+        The store's ``sources`` table: kernel logs record when they end
+        (``log_end_ts``), which extends each host's observation past its last
+        failure to its logs' last line. Without it, observation ends at the last
+        failure or repair record.
 
     Returns
     -------
@@ -208,7 +237,7 @@ def survival_by(
     """
     by = _unique(by)
     table, excluded = _tbf_tables(
-        events, assets, by=by, unit=unit, window_end=window_end
+        events, assets, by=by, unit=unit, window_end=window_end, sources=sources
     )
     fits = survival.fit_lifetimes(table, by=by)
     if by:
@@ -227,6 +256,7 @@ def first_failure_survival(
     systems: Sequence[str] | None = None,
     confidence: float = 0.95,
     window_end: datetime | None = None,
+    sources: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Kaplan-Meier curve of each node's time to its first failure, per system.
 
@@ -242,6 +272,12 @@ def first_failure_survival(
         Level of the pointwise confidence band.
     window_end : datetime, optional
         End of observation (UTC); defaults to the end of the data.
+
+    sources : pl.DataFrame, optional
+        The store's ``sources`` table: kernel logs record when they end
+        (``log_end_ts``), which extends each host's observation past its last
+        failure to its logs' last line. Without it, observation ends at the last
+        failure or repair record.
 
     Returns
     -------
@@ -259,7 +295,7 @@ def first_failure_survival(
     tracking began enter late (left truncation); nodes never failing are
     right-censored at decommission or the end of the data.
     """
-    events, assets, end = _prepare_tables(events, assets, window_end)
+    events, assets, end = _prepare_tables(events, assets, window_end, sources=sources)
     if systems is not None:
         events = events.filter(pl.col("system").is_in(list(systems)))
         assets = assets.filter(pl.col("system").is_in(list(systems)))
@@ -277,6 +313,7 @@ def checkpoint_plan_by_system(
     restart_h: float,
     min_failures: int = 100,
     window_end: datetime | None = None,
+    sources: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Plan checkpoints for a job that spans each whole system.
 
@@ -294,6 +331,12 @@ def checkpoint_plan_by_system(
         Systems with fewer recorded failures are left out.
     window_end : datetime, optional
         End of observation (UTC); defaults to the end of the data.
+
+    sources : pl.DataFrame, optional
+        The store's ``sources`` table: kernel logs record when they end
+        (``log_end_ts``), which extends each host's observation past its last
+        failure to its logs' last line. Without it, observation ends at the last
+        failure or repair record.
 
     Returns
     -------
@@ -316,11 +359,13 @@ def checkpoint_plan_by_system(
     system's window, which is what Young's and Daly's formulas need as
     :math:`M` (Daly 2006, doi:10.1016/j.future.2004.11.016).
     """
-    events, assets, end = _prepare_tables(events, assets, window_end)
+    events, assets, end = _prepare_tables(events, assets, window_end, sources=sources)
     nodes = exposure.build_exposure(assets, by=["system"], window_end=end).select(
         "system", n_nodes="n_units"
     )
-    by_system = mtbf_by(events, assets, by=["system"], window_end=window_end)
+    by_system = mtbf_by(
+        events, assets, by=["system"], window_end=window_end, sources=sources
+    )
     job = (
         by_system.filter(pl.col("n_failures") >= min_failures)
         .join(nodes, on="system", how="left")

@@ -779,3 +779,30 @@ def test_cli_simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         main(["simulate", "--out", str(tmp_path / "y"), "--background-jobs", "5"]) == 1
     )
     assert "--nodes" in capsys.readouterr().err
+
+
+def test_exposure_from_the_files_runs_to_the_logs_last_lines(tmp_path: Path) -> None:
+    """MTBF read back from the written files counts each host at risk until its
+    logs end, not until its last failure (a break-it review found 11,060 of the
+    true 15,360 node-hours here). Hand computation: 64 nodes × 10 days × 24 h =
+    15,360 node-hours; the last log line of each host falls within the final
+    hours of the span, so at least 99 % of that is counted, and never more."""
+    config = simulation_preset("llama3-54d", nodes=64, days=10)
+    write_simulation(simulate_cluster(config, seed=1), tmp_path / "sim")
+    truth = json.loads((tmp_path / "sim" / "ground_truth.json").read_text())
+    ref = truth["ingest"]["kernel"].split("--reference-date ")[1].split()[0]
+    with Store(":memory:") as store:
+        read_file(store, tmp_path / "sim" / "assets.csv", kind="assets")
+        read_path(
+            store,
+            tmp_path / "sim" / "kernel",
+            kind="kernel",
+            tz="UTC",
+            reference_date=ref,
+            host_from_filename=True,
+        )
+        tables = [store.table(t) for t in ("events", "assets", "sources")]
+    row = mtbf_by(tables[0], tables[1], sources=tables[2]).row(0, named=True)
+    assert 0.99 * 15_360 <= row["exposure_h"] <= 15_360
+    without = mtbf_by(tables[0], tables[1]).row(0, named=True)
+    assert without["exposure_h"] < row["exposure_h"]
