@@ -1,19 +1,17 @@
 """Turn the simulation's raw records into the frames of :class:`Simulation`."""
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
-from relkit.simulate._background import Attempt, BackgroundResult
+from relkit.simulate._background import BackgroundResult
 from relkit.simulate._config import SimConfig
 from relkit.simulate._fleet import Fleet
 from relkit.simulate._kernel import DMESG, storm_lines
 from relkit.simulate._modes import BEHAVIOUR, table5_row
 from relkit.simulate._run import RUN_ID, RunResult
-from relkit.simulate._sacct import compress_hostlist, hostlist
+from relkit.simulate._sacct import hostlist
 
 RUN_USER, RUN_UID = "llm-train", 20001
 RUN_NAME = "pretrain-405b"
@@ -38,58 +36,53 @@ def fleet_truth(fleet: Fleet) -> pl.DataFrame:
 
 @dataclass
 class JobIds:
+    """Slurm job ids: the run's per job sequence, the background's per job."""
+
     run: dict[int, tuple[str, str, int]]  # job_seq -> (job_id, raw, sort_key)
-    bg: pl.DataFrame  # row j: job, job_id, job_id_raw, sort_key of job j
+    raw: np.ndarray  # background job j -> JobIDRaw (int64)
+    task: np.ndarray  # background job j -> array task number, or -1 (int32)
 
     def bg_job_id(self, job: int) -> str:
-        return str(self.bg["job_id"][job])
+        """JobID of background job ``job`` (``1234`` or ``1230_4``)."""
+        raw, task = int(self.raw[job]), int(self.task[job])
+        return f"{raw - task}_{task}" if task >= 0 else str(raw)
 
 
-def job_ids(
-    cfg: SimConfig, run: RunResult, bg: BackgroundResult, jobs: pl.DataFrame
-) -> JobIds:
-    """Give jobs Slurm ids in submission order (array tasks get consecutive ids)."""
+def job_ids(cfg: SimConfig, run: RunResult, jobs: pl.DataFrame) -> JobIds:
+    """Give jobs Slurm ids in submission order (array tasks get consecutive ids).
+
+    The run's jobs and the background submissions are numbered together in
+    the order they were submitted (the run first at equal times); the tasks of
+    an array get consecutive raw ids, the array's JobID being the first.
+    """
     first: dict[int, float] = {}
     for a in run.attempts:
         first.setdefault(a["job_seq"], a["submit_h"])
-    run_rows = pl.DataFrame(
-        {"t": list(first.values()), "kind": 0, "key": list(first), "n": 1},
-        schema={"t": pl.Float64, "kind": pl.Int64, "key": pl.Int64, "n": pl.Int64},
+    seqs = sorted(first, key=lambda k: (first[k], k))
+    run_t = np.array([first[k] for k in seqs], dtype=float)
+    sub = jobs["sub"].to_numpy()
+    n_sub = int(sub[-1]) + 1 if sub.size else 0
+    sub_first = np.searchsorted(sub, np.arange(n_sub))
+    sub_t = jobs["submit_h"].to_numpy()[sub_first] if sub.size else np.zeros(0)
+    # background tasks submitted strictly before each run job, and run jobs
+    # submitted at or before each background submission
+    bg_before = np.append(sub_first, sub.size)[np.searchsorted(sub_t, run_t, "left")]
+    run_before = np.searchsorted(run_t, sub_t, side="right")
+    run_ids = {}
+    for r, k in enumerate(seqs):
+        base = cfg.first_job_id + int(bg_before[r]) + r
+        run_ids[k] = (str(base), str(base), base)
+    sub_base = cfg.first_job_id + sub_first + run_before
+    raw = (
+        sub_base[sub] + np.arange(sub.size) - sub_first[sub]
+        if sub.size
+        else np.zeros(0, dtype=np.int64)
     )
-    subs = jobs.group_by("sub").agg(
-        t=pl.col("submit_h").first(), n=pl.len().cast(pl.Int64)
+    return JobIds(
+        run=run_ids,
+        raw=raw.astype(np.int64),
+        task=jobs["task"].to_numpy().astype(np.int32),
     )
-    entries = (
-        pl.concat(
-            [run_rows, subs.select("t", kind=pl.lit(1, pl.Int64), key="sub", n="n")]
-        )
-        .sort("t", "kind", "key")
-        .with_columns(base=cfg.first_job_id + pl.col("n").cum_sum() - pl.col("n"))
-    )
-    run_ids = {
-        key: (str(base), str(base), base)
-        for key, base in entries.filter(pl.col("kind") == 0)
-        .select("key", "base")
-        .iter_rows()
-    }
-    bases = entries.filter(pl.col("kind") == 1).select(sub="key", base="base")
-    bg_ids = (
-        jobs.select("job", "sub", "task")
-        .join(bases, on="sub", how="left")
-        .with_columns(
-            raw=pl.col("base") + pl.col("job") - pl.col("job").min().over("sub")
-        )
-        .select(
-            "job",
-            job_id=pl.when(pl.col("task") >= 0)
-            .then(pl.format("{}_{}", pl.col("base"), pl.col("task")))
-            .otherwise(pl.col("raw").cast(pl.String)),
-            job_id_raw=pl.col("raw").cast(pl.String),
-            sort_key="raw",
-        )
-        .sort("job")
-    )
-    return JobIds(run=run_ids, bg=bg_ids)
 
 
 _ATTEMPT_SCHEMA = {
@@ -114,15 +107,48 @@ _ATTEMPT_SCHEMA = {
     "end_step": pl.Int64,
 }
 
+#: Columns of ``Simulation.jobs`` (and of every chunk written to ``sacct.psv``).
+ATTEMPT_COLUMNS = (
+    "job_id",
+    "job_id_raw",
+    "attempt",
+    "name",
+    "user",
+    "uid",
+    "partition",
+    "state",
+    "exit_code",
+    "submit_ts",
+    "start_ts",
+    "end_ts",
+    "n_nodes",
+    "n_gpus",
+    "node_list",
+    "first_node",
+    "sort_key",
+    "start_step",
+    "end_step",
+)
 
-def attempts_frame(
-    cfg: SimConfig,
-    run: RunResult,
-    bg: BackgroundResult,
-    jobs: pl.DataFrame,
-    ids: JobIds,
-    hosts: list[str],
+
+def finish_attempts(cfg: SimConfig, frame: pl.DataFrame) -> pl.DataFrame:
+    """Turn hours into UTC stamps; keep :data:`ATTEMPT_COLUMNS`, sorted by id."""
+    start = cfg.start
+    return (
+        frame.with_columns(
+            submit_ts=utc_at(start, pl.col("submit_h")),
+            start_ts=utc_at(start, pl.col("start_h")),
+            end_ts=utc_at(start, pl.col("end_h")),
+        )
+        .select(ATTEMPT_COLUMNS)
+        .sort("sort_key", "attempt")
+    )
+
+
+def run_attempts(
+    cfg: SimConfig, run: RunResult, ids: JobIds, hosts: list[str]
 ) -> pl.DataFrame:
+    """Return the training run's attempts (:data:`ATTEMPT_COLUMNS`)."""
     g = cfg.gpus_per_node
     pre = cfg.host_prefix
     width = len(hosts[0]) - len(pre)
@@ -149,133 +175,46 @@ def attempts_frame(
         )
         for a in run.attempts
     ]
-    frames = [pl.DataFrame(rows, schema=_ATTEMPT_SCHEMA, orient="row")]
-    if jobs.height:
-        frames.append(background_attempts(cfg, bg, jobs, ids, hosts))
-    frame = pl.concat(frames, how="vertical_relaxed")
-    start = cfg.start
-    return frame.with_columns(
-        submit_ts=utc_at(start, pl.col("submit_h")),
-        start_ts=utc_at(start, pl.col("start_h")),
-        end_ts=utc_at(start, pl.col("end_h")),
-    ).select(
-        "job_id",
-        "job_id_raw",
-        "attempt",
-        "name",
-        "user",
-        "uid",
-        "partition",
-        "state",
-        "exit_code",
-        "submit_ts",
-        "start_ts",
-        "end_ts",
-        "n_nodes",
-        "n_gpus",
-        "node_list",
-        "first_node",
-        "sort_key",
-        "start_step",
-        "end_step",
-    )
+    frame = pl.DataFrame(rows, schema=_ATTEMPT_SCHEMA, orient="row")
+    return finish_attempts(cfg, frame)
 
 
 def background_attempts(
     cfg: SimConfig,
-    bg: BackgroundResult,
-    jobs: pl.DataFrame,
+    chunk: pl.DataFrame,
+    labels: pl.DataFrame,
     ids: JobIds,
     hosts: list[str],
 ) -> pl.DataFrame:
-    """Build the background attempts (and pending jobs) column by column."""
-    pre = cfg.host_prefix
-    width = len(hosts[0]) - len(pre)
-    att = bg.attempts
-    multi = {
-        k: compress_hostlist(pre, width, a.nodes)
-        for k, a in enumerate(att)
-        if len(a.nodes) > 1
-    }
-    n = len(att)
+    """Name a chunk of background attempts (:data:`ATTEMPT_COLUMNS`).
 
-    def ints(get: Callable[[Attempt], int]) -> np.ndarray:
-        return np.fromiter((get(a) for a in att), dtype=np.int64, count=n)
-
-    end = np.fromiter(
-        (math.nan if a.end_h is None else a.end_h for a in att), float, count=n
+    ``chunk`` has the columns of
+    :data:`relkit.simulate._background.RAW_ATTEMPT_SCHEMA`; ``labels`` the
+    ``name``, ``user`` and ``partition`` of every job (row = job index).
+    """
+    job = chunk["job"]
+    attrs = labels.select(
+        pl.col("name", "user", "partition").gather(job).cast(pl.String)
     )
-    frame = pl.DataFrame(
-        {
-            "job": ints(lambda a: a.job),
-            "attempt": ints(lambda a: a.attempt),
-            "state": pl.Series([a.state for a in att], dtype=pl.Categorical),
-            "exit_code": pl.Series([a.exit_code for a in att], dtype=pl.Categorical),
-            "start_h": np.fromiter((a.start_h for a in att), float, count=n),
-            "end_h": pl.Series(end, nan_to_null=True),
-            "n_nodes": ints(lambda a: len(a.nodes)),
-            "n_gpus": ints(lambda a: a.gpus),
-            "_first": ints(lambda a: a.nodes[0]),
-        },
-        schema={
-            "job": pl.Int64,
-            "attempt": pl.Int64,
-            "state": pl.Categorical,
-            "exit_code": pl.Categorical,
-            "start_h": pl.Float64,
-            "end_h": pl.Float64,
-            "n_nodes": pl.Int64,
-            "n_gpus": pl.Int64,
-            "_first": pl.Int64,
-        },
-    ).cast({"state": pl.String, "exit_code": pl.String})
-    host = pl.col("_first").replace_strict(
-        dict(enumerate(hosts)), return_dtype=pl.String
+    raw = pl.Series("raw", ids.raw).gather(job)
+    task = pl.Series("task", ids.task).gather(job).cast(pl.Int64)
+    host = pl.col("first_node").replace_strict(
+        dict(enumerate(hosts)), default=None, return_dtype=pl.String
     )
-    frame = frame.with_row_index("_k").with_columns(
-        first_node=host,
-        node_list=pl.col("_k")
-        .cast(pl.Int64)
-        .replace_strict(multi, default=None, return_dtype=pl.String)
-        .fill_null(host),
+    frame = pl.concat([chunk, attrs, raw.to_frame(), task.to_frame()], how="horizontal")
+    frame = frame.with_columns(
+        job_id=pl.when(pl.col("task") >= 0)
+        .then(pl.format("{}_{}", pl.col("raw") - pl.col("task"), pl.col("task")))
+        .otherwise(pl.col("raw").cast(pl.String)),
+        job_id_raw=pl.col("raw").cast(pl.String),
+        sort_key="raw",
+        uid=10000 + pl.col("user").str.slice(4).cast(pl.Int64),
+        first_node=host.fill_null(pl.lit("None assigned")),
+        node_list=pl.coalesce("node_list", host, pl.lit("None assigned")),
+        start_step=pl.lit(None, dtype=pl.Int64),
+        end_step=pl.lit(None, dtype=pl.Int64),
     )
-    pending = pl.DataFrame({"job": bg.pending}, schema={"job": pl.Int64}).join(
-        frame.group_by("job").agg(attempt=pl.col("attempt").max()),
-        on="job",
-        how="left",
-    )
-    g = cfg.gpus_per_node
-    pending = pending.join(jobs.select("job", "gpus"), on="job").select(
-        "job",
-        attempt=pl.col("attempt").fill_null(0) + 1,
-        state=pl.lit("PENDING"),
-        exit_code=pl.lit("0:0"),
-        start_h=pl.lit(None, dtype=pl.Float64),
-        end_h=pl.lit(None, dtype=pl.Float64),
-        n_nodes=(pl.col("gpus") + g - 1) // g,
-        n_gpus="gpus",
-        first_node=pl.lit("None assigned"),
-        node_list=pl.lit("None assigned"),
-    )
-    id_frame = ids.bg
-    both = pl.concat(
-        [frame.drop("_k", "_first"), pending], how="diagonal_relaxed"
-    ).sort("job", "attempt")
-    # a requeued attempt is submitted when the one before it ended
-    submit = pl.col("end_h").shift(1).over("job")
-    return (
-        both.join(jobs.select("job", "submit_h", "name", "user", "partition"), on="job")
-        .join(id_frame, on="job")
-        .with_columns(
-            submit_h=pl.when(pl.col("attempt") > 1)
-            .then(pl.coalesce(submit, pl.col("submit_h")))
-            .otherwise(pl.col("submit_h")),
-            uid=10000 + pl.col("user").str.slice(4).cast(pl.Int64),
-            start_step=pl.lit(None, dtype=pl.Int64),
-            end_step=pl.lit(None, dtype=pl.Int64),
-        )
-        .select(list(_ATTEMPT_SCHEMA))
-    )
+    return finish_attempts(cfg, frame.select(list(_ATTEMPT_SCHEMA)))
 
 
 def incidents_frame(
@@ -291,9 +230,7 @@ def incidents_frame(
         cid: ids.run[run.attempts[k]["job_seq"]][0]
         for cid, k in run.interrupting.items()
     }
-    hit |= {
-        cid: ids.bg_job_id(bg.attempts[k].job) for cid, k in bg.interrupting.items()
-    }
+    hit |= {cid: ids.bg_job_id(job) for cid, job in bg.interrupting.items()}
     modes = sorted(BEHAVIOUR)
     info = pl.DataFrame(
         {
@@ -343,7 +280,7 @@ def lines_frame(
     framings: list[str],
     rng: np.random.Generator,
 ) -> pl.DataFrame:
-    lines = storm_lines(incidents, hosts, rng)
+    lines = storm_lines(incidents, hosts, rng, gpu_model=cfg.gpu_model)
     fr = pl.col("node").replace_strict(
         dict(enumerate(framings)), return_dtype=pl.String
     )
@@ -379,7 +316,6 @@ def interruptions_frame(
     cfg: SimConfig,
     run: RunResult,
     bg: BackgroundResult,
-    attempts: pl.DataFrame,
     incidents: pl.DataFrame,
     hosts: list[str],
     ids: JobIds,

@@ -13,6 +13,8 @@ takes no job until repaired.
 import bisect
 import heapq
 import math
+from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,16 +22,23 @@ import polars as pl
 
 from relkit.simulate._config import SimConfig
 from relkit.simulate._modes import BEHAVIOUR
+from relkit.simulate._sacct import compress_hostlist
 
-#: Job sizes in GPUs and their probabilities (shape of Kokolis et al. Fig. 3:
-#: 65 % of jobs under one node; about 56 % of GPU time in jobs of >= 256 GPUs).
+#: Job sizes in GPUs and their probabilities, shaped after Kokolis et al.'s
+#: description of Meta's research clusters (most jobs under one node, most GPU time
+#: in jobs of 256 GPUs or more); the numbers themselves are assumed, not read from
+#: the paper. Drawn (requested run time up to the time limit, before failures),
+#: about 64 % of jobs ask for less than one node and about 63 % of GPU time is in
+#: jobs of >= 256 GPUs (tests/test_simulate.py checks both, drawn and simulated).
 SIZE_GPUS = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])
 SIZE_PROB = np.array(
-    [0.45, 0.10, 0.10, 0.20, 0.06, 0.04, 0.025, 0.015, 0.008, 0.0015, 0.0005]
+    [0.445, 0.10, 0.10, 0.20, 0.06, 0.04, 0.025, 0.015, 0.012, 0.0023, 0.0007]
 )
-#: Median run time of a job of g GPUs: 0.45 h * sqrt(g); log-normal, σ = 1 (a mean
-#: of about 37 GPU-hours per job, as 150 M GPU-hours over 4 M jobs in Kokolis et al.).
-MEDIAN_H_PER_SQRT_GPU = 0.45
+#: Median run time of a job of g GPUs: 0.32 h * sqrt(g); log-normal, σ = 1. Drawn,
+#: this gives about 37.5 GPU-hours per job, as Kokolis et al.'s 150 M GPU-hours
+#: over 4 M jobs; at rsc1's 240,000 jobs a month on 1,864 background nodes that
+#: offers about 84 % of their GPU time (the paper quotes 83-85 % utilisation).
+MEDIAN_H_PER_SQRT_GPU = 0.32
 DURATION_SIGMA = 1.0
 #: Time limits users pick from (hours); a job's is the first >= 3 x its median.
 TIME_LIMITS_H = np.array([1.0, 2.0, 4.0, 8.0, 12.0, 24.0, 48.0, 72.0])
@@ -52,37 +61,70 @@ JOB_NAMES = (
 N_USERS = 300
 
 
+#: Finished attempts handed on per chunk (bounded memory when written to files).
+CHUNK = 10_000
+_EXIT = {
+    "FAILED": "1:0",
+    "CANCELLED": "0:15",
+    "OUT_OF_MEMORY": "0:125",
+    "PREEMPTED": "0:0",
+}
+
+
 @dataclass(slots=True)
 class Attempt:
-    """One attempt of a background job (hours since start; compact)."""
+    """A running attempt of a background job (hours since start; compact)."""
 
     job: int
     attempt: int
+    submit_h: float
     start_h: float
     nodes: list[int]
     gpus: int
     planned_state: str
     planned_exit: str
-    end_h: float | None = None
-    state: str = "RUNNING"
-    exit_code: str = "0:0"
+
+
+#: Columns of the attempt chunks :func:`simulate_background` hands on: one row per
+#: attempt (``end_h`` null while running at the end of the span; pending jobs
+#: at the end have a row with null ``start_h`` and ``first_node`` -1;
+#: ``node_list`` is the compressed host list of multi-node attempts, else null).
+RAW_ATTEMPT_SCHEMA = {
+    "job": pl.Int64,
+    "attempt": pl.Int64,
+    "submit_h": pl.Float64,
+    "start_h": pl.Float64,
+    "end_h": pl.Float64,
+    "state": pl.String,
+    "exit_code": pl.String,
+    "n_nodes": pl.Int64,
+    "n_gpus": pl.Int64,
+    "first_node": pl.Int64,
+    "node_list": pl.String,
+}
 
 
 @dataclass
 class BackgroundResult:
-    """Attempts, interruptions and realised candidates of the batch partition."""
+    """Interruptions, realised candidates and totals of the batch partition.
 
-    jobs: pl.DataFrame
-    attempts: list[Attempt] = field(default_factory=list)
+    The attempts themselves are handed to the ``emit`` callable of
+    :func:`simulate_background` in chunks (or kept in ``chunks``).
+    """
+
     interruptions: list[dict] = field(default_factory=list)
     realised: list[int] = field(default_factory=list)
-    interrupting: dict[int, int] = field(default_factory=dict)
+    interrupting: dict[int, int] = field(default_factory=dict)  # cid -> job
     reboots: list[tuple[int, float]] = field(default_factory=list)
     busy_node_h: float = 0.0
     busy_gpu_h: float = 0.0
-    pending: list[int] = field(default_factory=list)
+    n_attempts: int = 0
+    n_pending: int = 0
+    chunks: list[pl.DataFrame] = field(default_factory=list)
 
 
+OUTCOMES = pl.Enum(["COMPLETED", "FAILED", "CANCELLED", "OUT_OF_MEMORY", "PREEMPTED"])
+PARTITIONS = pl.Enum(["batch", "scavenge"])
 JOB_SCHEMA = {
     "job": pl.Int64,
     "sub": pl.Int64,
@@ -91,12 +133,12 @@ JOB_SCHEMA = {
     "gpus": pl.Int64,
     "duration_h": pl.Float64,
     "limit_h": pl.Float64,
-    "outcome": pl.String,
+    "outcome": OUTCOMES,
     "outcome_frac": pl.Float64,
     "requeue": pl.Boolean,
-    "user": pl.String,
-    "name": pl.String,
-    "partition": pl.String,
+    "user": pl.Enum([f"user{k:03d}" for k in range(1, N_USERS + 1)]),
+    "name": pl.Enum(list(JOB_NAMES)),
+    "partition": PARTITIONS,
 }
 
 
@@ -108,7 +150,8 @@ def draw_jobs(cfg: SimConfig, rng: np.random.Generator) -> pl.DataFrame:
     (run time if nothing stops it), ``limit_h``, ``outcome`` (``COMPLETED``,
     ``FAILED``, ``CANCELLED``, ``OUT_OF_MEMORY``, ``PREEMPTED``),
     ``outcome_frac`` (where in the run a non-completing outcome ends it),
-    ``requeue``, ``user``, ``name``, ``partition``.
+    ``requeue``, ``user``, ``name``, ``partition`` (the text columns as
+    ``pl.Enum``, so a million jobs stay small).
     """
     from scipy import stats
 
@@ -152,10 +195,15 @@ def draw_jobs(cfg: SimConfig, rng: np.random.Generator) -> pl.DataFrame:
     u = rng.random(n)
     preempt = np.repeat(scavenge, tasks) & (rng.random(n) < 0.3)
     outcome = np.select(
-        [u < 0.08, u < 0.11, u < 0.12, preempt],
-        ["FAILED", "CANCELLED", "OUT_OF_MEMORY", "PREEMPTED"],
-        default="COMPLETED",
-    )
+        [u < 0.08, u < 0.11, u < 0.12, preempt], [1, 2, 3, 4], default=0
+    ).astype(np.uint8)
+    schema = JOB_SCHEMA
+
+    def enum(name: str, codes: np.ndarray) -> pl.Series:
+        dtype = schema[name]
+        cats = pl.Series(dtype.categories.to_list(), dtype=dtype)  # type: ignore[union-attr]
+        return cats.gather(codes.astype(np.int64)).alias(name)
+
     return pl.DataFrame(
         {
             "job": np.arange(n, dtype=np.int64),
@@ -165,51 +213,101 @@ def draw_jobs(cfg: SimConfig, rng: np.random.Generator) -> pl.DataFrame:
             "gpus": gpus.astype(np.int64),
             "duration_h": duration,
             "limit_h": limit,
-            "outcome": outcome,
+            "outcome": enum("outcome", outcome),
             "outcome_frac": rng.random(n),
             "requeue": rng.random(n) < 0.7,
-            "user": pl.Series(sub_user[sub] + 1).cast(pl.String).str.pad_start(3, "0"),
-            "name": pl.Series(sub_name[sub]).replace_strict(
-                dict(enumerate(JOB_NAMES)), return_dtype=pl.String
-            ),
-            "partition": np.where(np.repeat(scavenge, tasks), "scavenge", "batch"),
+            "user": enum("user", sub_user[sub]),
+            "name": enum("name", sub_name[sub]),
+            "partition": enum("partition", np.repeat(scavenge, tasks)),
         }
-    ).with_columns(user=pl.format("user{}", pl.col("user")))
+    )
+
+
+@dataclass
+class JobArrays:
+    """What the scheduler reads of each job, as compact arrays (8 bytes a value).
+
+    A million jobs take about 50 MB here, against about 90 MB as the frame of
+    :func:`draw_jobs` (which can be dropped once this is built).
+    """
+
+    n: int
+    submit_h: array
+    gpus: array
+    duration_h: array
+    limit_h: array
+    outcome_frac: array
+    requeue: array
+    outcome: array
+
+    @classmethod
+    def from_frame(cls, jobs: pl.DataFrame) -> "JobArrays":
+        """Build from the frame of :func:`draw_jobs`."""
+
+        def col(name: str, code: str) -> array:
+            kind = {"d": np.float64, "q": np.int64, "b": np.int8}[code]
+            return array(code, jobs[name].to_numpy().astype(kind).tobytes())
+
+        return cls(
+            n=jobs.height,
+            submit_h=col("submit_h", "d"),
+            gpus=col("gpus", "q"),
+            duration_h=col("duration_h", "d"),
+            limit_h=col("limit_h", "d"),
+            outcome_frac=col("outcome_frac", "d"),
+            requeue=col("requeue", "b"),
+            outcome=array(
+                "b", jobs["outcome"].to_physical().to_numpy().astype(np.int8).tobytes()
+            ),
+        )
 
 
 def simulate_background(
     cfg: SimConfig,
-    jobs: pl.DataFrame,
+    jobs: "pl.DataFrame | JobArrays",
     cand: pl.DataFrame,
     progress: object = None,
+    *,
+    emit: Callable[[pl.DataFrame], None] | None = None,
+    chunk: int | None = None,
 ) -> BackgroundResult:
     """Schedule the background jobs and realise the batch partition's candidates.
 
     ``cand`` holds candidates on the batch nodes (``node`` >= the run's
-    partition), sorted by ``t_h``, with row index ``cid``.
+    partition), sorted by ``t_h``, with row index ``cid``. Finished attempts
+    (and, at the end, running attempts and pending jobs) are passed to
+    ``emit`` in frames of at most ``chunk`` rows (default :data:`CHUNK`;
+    columns :data:`RAW_ATTEMPT_SCHEMA`, in no particular order); without
+    ``emit`` they are kept in ``BackgroundResult.chunks``. Only the jobs'
+    arrays (:class:`JobArrays`), the running attempts and the queue are held,
+    so memory does not grow with the attempts written.
     """
-    res = BackgroundResult(jobs=jobs)
+    res = BackgroundResult()
+    chunk = chunk or CHUNK
+    sink = emit if emit is not None else res.chunks.append
     horizon = cfg.horizon_h
     g = cfg.gpus_per_node
     base = cfg.run_nodes + cfg.spare_nodes
     pool = cfg.batch_nodes
     if pool < 1:
         return res
+    pre = cfg.host_prefix
+    width = max(3, len(str(cfg.nodes)))
     owner = np.full((pool, g), -1, dtype=np.int64)
     avail = np.full(pool, g, dtype=np.int64)  # free GPUs; -1 while drained
     down_until = np.zeros(pool)
     running_on = np.zeros(pool, dtype=np.int64)
     busy_since = np.zeros(pool)
 
-    n_jobs = jobs.height
-    submit = jobs["submit_h"].to_list()
-    gpus = jobs["gpus"].to_list()
-    duration = jobs["duration_h"].to_list()
-    limit = jobs["limit_h"].to_list()
-    outcome = jobs["outcome"].to_list()
-    frac = jobs["outcome_frac"].to_list()
-    requeue = jobs["requeue"].to_list()
-    attempts_of = [0] * n_jobs
+    arrays = jobs if isinstance(jobs, JobArrays) else JobArrays.from_frame(jobs)
+    del jobs
+    n_jobs = arrays.n
+    submit, gpus, duration = arrays.submit_h, arrays.gpus, arrays.duration_h
+    limit, frac, requeue = arrays.limit_h, arrays.outcome_frac, arrays.requeue
+    outcome = arrays.outcome
+    outcomes = OUTCOMES.categories.to_list()
+    attempts_of = array("i", bytes(4 * n_jobs))
+    last_end = array("d", bytes(8 * n_jobs))
 
     c_cid = cand["cid"].to_list()
     c_mode = cand["failure_mode"].to_list()
@@ -218,9 +316,43 @@ def simulate_background(
     c_t = cand["t_h"].to_list()
     c_rep = cand["repair_h"].to_list()
 
-    pending: list[tuple[float, int]] = []
+    # job indices; jobs are numbered in submission order, so this is FIFO order
+    pending = array("q")
     heap: list[tuple[float, int, int]] = []  # (time, kind, id): 0 end, 1 repair
-    active: dict[int, Attempt] = {}  # attempt index -> record
+    active: dict[int, Attempt] = {}  # attempt id -> record
+    rows: list[tuple] = []
+    next_att = 0
+
+    def out(row: tuple) -> None:
+        rows.append(row)
+        res.n_attempts += 1
+        if len(rows) >= chunk:
+            flush()
+
+    def flush() -> None:
+        if rows:
+            sink(pl.DataFrame(rows, schema=RAW_ATTEMPT_SCHEMA, orient="row"))
+            rows.clear()
+
+    def finished(rec: Attempt, end_h: float | None, state: str, code: str) -> None:
+        nodes = rec.nodes
+        out(
+            (
+                rec.job,
+                rec.attempt,
+                rec.submit_h,
+                rec.start_h,
+                end_h,
+                state,
+                code,
+                len(nodes),
+                rec.gpus,
+                nodes[0],
+                compress_hostlist(pre, width, nodes) if len(nodes) > 1 else None,
+            )
+        )
+        if end_h is not None:
+            last_end[rec.job] = end_h
 
     def occupy(node: int, att: int, slots: np.ndarray, t: float) -> None:
         owner[node, slots] = att
@@ -229,7 +361,7 @@ def simulate_background(
             busy_since[node] = t
         running_on[node] += 1
 
-    def release(att: int, t: float) -> None:
+    def release(att: int, t: float) -> Attempt:
         rec = active.pop(att)
         for node in rec.nodes:
             node -= base
@@ -241,8 +373,10 @@ def simulate_background(
             if running_on[node] == 0:
                 res.busy_node_h += t - busy_since[node]
         res.busy_gpu_h += (t - rec.start_h) * rec.gpus
+        return rec
 
     def start_job(j: int, t: float) -> bool:
+        nonlocal next_att
         need = gpus[j]
         if need < g:
             fit = np.where(avail >= need, avail, g + 1)
@@ -257,31 +391,28 @@ def simulate_background(
             if full.size < n_nodes:
                 return False
             chosen = [(int(x), np.arange(g)) for x in full[:n_nodes]]
-        att = len(res.attempts)
+        att = next_att
+        next_att += 1
         attempts_of[j] += 1
         run_h = min(duration[j], limit[j])
         state, exit_code = "COMPLETED", "0:0"
         if duration[j] > limit[j]:
             state, exit_code = "TIMEOUT", "0:0"
-        if outcome[j] != "COMPLETED":
+        if outcome[j]:
             run_h = max(frac[j] * run_h, 1 / 360)
-            state = outcome[j]
-            exit_code = {
-                "FAILED": "1:0",
-                "CANCELLED": "0:15",
-                "OUT_OF_MEMORY": "0:125",
-                "PREEMPTED": "0:0",
-            }[state]
+            state = outcomes[outcome[j]]
+            exit_code = _EXIT[state]
         rec = Attempt(
             job=j,
             attempt=attempts_of[j],
+            # a requeued attempt is submitted when the one before it ended
+            submit_h=submit[j] if attempts_of[j] == 1 else last_end[j],
             start_h=t,
             nodes=[base + n for n, _ in chosen],
             gpus=need if need < g else len(chosen) * g,
             planned_state=state,
             planned_exit=exit_code,
         )
-        res.attempts.append(rec)
         active[att] = rec
         for node, slots in chosen:
             occupy(node, att, slots, t)
@@ -295,7 +426,7 @@ def simulate_background(
         most = int(avail.max())
         n_full = int((avail == g).sum())
         while k < len(pending) and k < BACKFILL_DEPTH:
-            _, j = pending[k]
+            j = pending[k]
             need = gpus[j]
             fits = need <= most if need < g else math.ceil(need / g) <= n_full
             if fits and start_job(j, t):
@@ -308,10 +439,10 @@ def simulate_background(
             k += 1
 
     def interrupt(att: int, t: float, cid: int, mode: str) -> None:
-        rec = active[att]
         b = BEHAVIOUR[mode]
-        rec.end_h, rec.state, rec.exit_code = t, b.job_state, b.exit_code
-        res.interrupting.setdefault(cid, att)
+        rec = release(att, t)
+        finished(rec, t, b.job_state, b.exit_code)
+        res.interrupting.setdefault(cid, rec.job)
         res.interruptions.append(
             {
                 "t_h": t,
@@ -324,19 +455,16 @@ def simulate_background(
                 "lost_work_h": t - rec.start_h,
             }
         )
-        release(att, t)
-        j = rec.job
-        if b.job_state == "NODE_FAIL" and requeue[j]:
-            bisect.insort(pending, (submit[j], j))
+        if b.job_state == "NODE_FAIL" and requeue[rec.job]:
+            bisect.insort(pending, rec.job)
 
     c_node_of: dict[int, int] = {}
     i_sub = 0
     i_c = 0
-    order = range(n_jobs)  # draw_jobs numbers jobs in submission order
     n_c = len(c_cid)
     step = max(1, n_jobs // 20)
     while True:
-        t_sub = submit[order[i_sub]] if i_sub < n_jobs else math.inf
+        t_sub = submit[i_sub] if i_sub < n_jobs else math.inf
         t_c = c_t[i_c] if i_c < n_c else math.inf
         t_h = heap[0][0] if heap else math.inf
         t = min(t_sub, t_c, t_h)
@@ -345,16 +473,13 @@ def simulate_background(
         if t == t_h:
             _, kind, ident = heapq.heappop(heap)
             if kind == 0:
-                rec = active.get(ident)
-                if rec is None:
+                if ident not in active:
                     continue  # interrupted earlier
-                rec.end_h, rec.state = t, rec.planned_state
-                rec.exit_code = rec.planned_exit
-                release(ident, t)
+                rec = release(ident, t)
+                finished(rec, t, rec.planned_state, rec.planned_exit)
                 if rec.planned_state == "PREEMPTED":
-                    j = rec.job
-                    outcome[j] = "COMPLETED"
-                    bisect.insort(pending, (submit[j], j))
+                    outcome[rec.job] = 0  # requeued; runs to completion next time
+                    bisect.insort(pending, rec.job)
             else:
                 node = ident
                 if down_until[node] <= t and avail[node] < 0:
@@ -366,12 +491,10 @@ def simulate_background(
             cid, node, gpu, mode = c_cid[k], c_node[k], c_gpu[k], c_mode[k]
             c_node_of[cid] = node
             b = BEHAVIOUR[mode]
-            if b.unit == "gpu" and gpu >= 0:
-                hit = {int(owner[node, gpu])} - {-1}
+            if b.drains or not (b.unit == "gpu" and gpu >= 0):
+                hit = set(owner[node][owner[node] >= 0].tolist())
             else:
-                hit = set(owner[node][owner[node] >= 0].tolist())
-            if b.drains:
-                hit = set(owner[node][owner[node] >= 0].tolist())
+                hit = {int(owner[node, gpu])} - {-1}
             if b.job_dependent and not hit:
                 continue
             res.realised.append(cid)
@@ -386,19 +509,38 @@ def simulate_background(
                 res.reboots.append((base + node, until))
             schedule(t)
         else:
-            j = order[i_sub]
+            j = i_sub
             i_sub += 1
-            bisect.insort(pending, (submit[j], j))
+            bisect.insort(pending, j)
             schedule(t)
             if callable(progress) and i_sub % step == 0:
                 progress(f"scheduled {i_sub:,} of {n_jobs:,} background jobs")
-    for att, rec in list(active.items()):
+    for att in sorted(active):
+        rec = active[att]
         res.busy_gpu_h += (horizon - rec.start_h) * rec.gpus
         for node in (n - base for n in rec.nodes):
             if running_on[node]:
                 res.busy_node_h += horizon - busy_since[node]
                 running_on[node] = 0
-        del active[att]
-    # every pending job at the end: never started, or requeued and waiting
-    res.pending = [j for _, j in pending] + [order[k] for k in range(i_sub, n_jobs)]
+        finished(rec, None, "RUNNING", "0:0")
+    active.clear()
+    # every job pending at the end: never started, or requeued and waiting
+    for j in [*pending, *range(i_sub, n_jobs)]:
+        res.n_pending += 1
+        out(
+            (
+                j,
+                attempts_of[j] + 1,
+                submit[j] if attempts_of[j] == 0 else last_end[j],
+                None,
+                None,
+                "PENDING",
+                "0:0",
+                -(-gpus[j] // g),
+                gpus[j],
+                -1,
+                None,
+            )
+        )
+    flush()
     return res

@@ -39,11 +39,21 @@ class FailureProcess:
 
 
 FRAMINGS: tuple[str, ...] = ("iso", "rfc3339", "rfc3164", "dmesg_T", "dmesg_iso")
+#: GPU models the kernel-log writer knows (they differ in the Xid codes printed).
+GPU_MODELS: tuple[str, ...] = ("H100", "A100")
+#: Modes whose only kernel-log form (Xid 172) an A100 fleet never prints.
+A100_UNLOGGABLE: tuple[str, ...] = ("gpu/sram_uncorrectable",)
 
 
 @dataclass(frozen=True)
 class SimConfig:
     """A simulated GPU cluster, its failure processes and its workload.
+
+    The defaults are the ``llama3-54d`` run's: its fleet and span are Llama 3's
+    (arXiv:2407.21783, doi:10.48550/arXiv.2407.21783), while the checkpoint
+    interval and cost, restart, requeue, step time and planned downtime are
+    assumed, not from a source (the paper gives none); see
+    :mod:`relkit.simulate._presets` for where every preset value comes from.
 
     Parameters
     ----------
@@ -54,6 +64,10 @@ class SimConfig:
         Nodes in the fleet, >= 2.
     gpus_per_node : int
         GPUs per node, 1 to 8.
+    gpu_model : {"H100", "A100"}
+        GPU of the nodes: decides which Xid codes and texts the kernel logs
+        print (A100 drivers print no Xid 140 or 172, so an A100 fleet cannot
+        have ``gpu/sram_uncorrectable``).
     days : float
         Simulated span in days, > 0 (at most 3650).
     start : datetime
@@ -67,7 +81,8 @@ class SimConfig:
     processes : tuple of FailureProcess
         The failure processes, one per mode.
     checkpoint_interval_h : float
-        Compute time Δt between two checkpoints of the run, hours, > 0.
+        Compute time Δt between two checkpoints of the run, hours, at least
+        one training step (``step_time_s``) and at least 1e-4.
     checkpoint_cost_h : float
         Blocking write time w of a (persistent) checkpoint, hours, >= 0.
     restart_h : float
@@ -120,6 +135,7 @@ class SimConfig:
     name: str = "custom"
     nodes: int = 2112
     gpus_per_node: int = 8
+    gpu_model: str = "H100"
     days: float = 54.0
     start: datetime = datetime(2024, 3, 4, tzinfo=UTC)
     run_nodes: int = 2048
@@ -154,6 +170,41 @@ class SimConfig:
     def batch_nodes(self) -> int:
         """Nodes of the background partition (outside the run's partition)."""
         return self.nodes - self.run_nodes - self.spare_nodes
+
+    def failures_per_node_day(self, *, counted_only: bool = True) -> float:
+        """Return the fleet-mean failure rate of the processes, per node-day.
+
+        Parameters
+        ----------
+        counted_only : bool, default True
+            Sum the modes that count as failures and interrupt a job (the node
+            failure rate r_f of Kokolis et al.); False sums every mode that
+            interrupts a job (user-code errors such as
+            ``gpu/application_error`` too).
+
+        Returns
+        -------
+        float
+            Failures per node-day: per calendar node-day for calendar modes,
+            per node-day with a job running for job-dependent ones (NCCL
+            errors, software bugs, silent data corruption), which strike only
+            then. Hardware rates are fleet means (lemon and batch multipliers
+            average to 1).
+
+        Examples
+        --------
+        >>> cfg = SimConfig(processes=(FailureProcess("host/ssd", 1e-4),))
+        >>> round(cfg.failures_per_node_day(), 6)
+        0.0024
+        """
+        total = 0.0
+        for p in self.processes:
+            b = behaviour(p.failure_mode)
+            if not b.interrupts or (counted_only and not b.counts_as_failure):
+                continue
+            per_node = self.gpus_per_node if b.unit == "gpu" else 1
+            total += p.rate_per_unit_h * per_node
+        return total * 24.0
 
     def replace(self, **changes: Any) -> "SimConfig":  # noqa: ANN401
         """Return a copy with some fields changed, checked.
@@ -206,9 +257,10 @@ class SimConfig:
         _int(self.spare_nodes, "spare_nodes", 0, self.nodes)
         if self.run_nodes + self.spare_nodes > self.nodes:
             msg = (
-                f"run_nodes ({self.run_nodes}) + spare_nodes ({self.spare_nodes}) "
-                f"exceed the fleet's {self.nodes} nodes; raise --nodes or lower "
-                "--run-nodes."
+                f"the training run's {self.run_nodes} nodes (--run-nodes) and its "
+                f"{self.spare_nodes} spare nodes (spare_nodes, a preset value) exceed "
+                f"the fleet's {self.nodes} nodes (--nodes); raise --nodes to at least "
+                f"{self.run_nodes + self.spare_nodes} or lower --run-nodes."
             )
             raise InvalidParameterError(msg)
         _int(self.background_jobs, "background_jobs", 0, 10**8)
@@ -216,27 +268,41 @@ class SimConfig:
             msg = (
                 f"--background-jobs {self.background_jobs} needs nodes outside the "
                 f"training run's partition, but all {self.nodes} nodes are the run's "
-                f"{self.run_nodes} plus {self.spare_nodes} spares; raise --nodes "
-                f"(e.g. --nodes {self.nodes + 64})."
+                f"{self.run_nodes} plus {self.spare_nodes} spares; raise --nodes to at "
+                f"least {self.run_nodes + self.spare_nodes + 1} or lower --run-nodes."
             )
             raise InvalidParameterError(msg)
-        _num(self.checkpoint_interval_h, "checkpoint_interval_h", 1e-4, 1e4)
+        _num(self.step_time_s, "step_time_s", 1e-3, 1e5)
+        step_h = self.step_time_s / 3600.0
+        if not (
+            isinstance(self.checkpoint_interval_h, int | float)
+            and not isinstance(self.checkpoint_interval_h, bool)
+            and math.isfinite(self.checkpoint_interval_h)
+            and max(1e-4, step_h) <= self.checkpoint_interval_h <= 1e4
+        ):
+            msg = (
+                "checkpoint_interval_h (--checkpoint-interval-h) must be a number from "
+                f"{max(1e-4, step_h):.6g} to 10000 hours; got "
+                f"{self.checkpoint_interval_h!r}. A checkpoint is taken after whole "
+                f"training steps of {self.step_time_s:g} s (step_time_s, a preset "
+                "value), so the interval is at least one step; e.g. "
+                f"--checkpoint-interval-h {max(1e-4, step_h, 0.01):.6g}."
+            )
+            raise InvalidParameterError(msg)
         _num(self.checkpoint_cost_h, "checkpoint_cost_h", 0.0, 1e3)
         _num(self.restart_h, "restart_h", 0.0, 1e3)
         _num(self.requeue_h, "requeue_h", 0.0, 1e3)
         _int(self.persistent_every, "persistent_every", 1, 10**4)
         _num(self.memory_checkpoint_cost_h, "memory_checkpoint_cost_h", 0.0, 1e3)
-        _num(self.step_time_s, "step_time_s", 1e-3, 1e5)
-        if self.step_time_s > self.checkpoint_interval_h * 3600.0:
-            msg = (
-                f"step_time_s ({self.step_time_s} s) is longer than the checkpoint "
-                f"interval ({self.checkpoint_interval_h * 3600.0:g} s); a checkpoint "
-                "is taken after whole steps."
-            )
-            raise InvalidParameterError(msg)
         _num(self.planned_per_day, "planned_per_day", 0.0, 1e3)
         _num(self.planned_downtime_h, "planned_downtime_h", 0.0, 1e3)
         _int(self.lemon_nodes, "lemon_nodes", 0, self.nodes)
+        if self.gpu_model not in GPU_MODELS:
+            msg = (
+                f"gpu_model (a preset value) must be one of {list(GPU_MODELS)}; "
+                f"got {self.gpu_model!r}."
+            )
+            raise InvalidParameterError(msg)
         _num(self.lemon_multiplier, "lemon_multiplier", 1.0, 1e6)
         _int(self.nodes_per_rack, "nodes_per_rack", 1, 10**6)
         _num(self.noise_lines_per_node_day, "noise_lines_per_node_day", 0.0, 1e6)
@@ -281,6 +347,14 @@ class SimConfig:
         seen: set[str] = set()
         for p in self.processes:
             behaviour(p.failure_mode)
+            if p.failure_mode in A100_UNLOGGABLE and self.gpu_model == "A100":
+                msg = (
+                    f"mode {p.failure_mode!r} is written as Xid 172, which A100 "
+                    "drivers do not print (on A100 an uncorrectable SRAM error is an "
+                    "Xid 48 like an HBM one); use gpu/hbm_uncorrectable, or "
+                    "gpu_model='H100'."
+                )
+                raise InvalidParameterError(msg)
             if p.failure_mode in seen:
                 msg = f"two failure processes for mode {p.failure_mode!r}; keep one."
                 raise InvalidParameterError(msg)
@@ -292,21 +366,42 @@ class SimConfig:
         return self
 
 
+#: SimConfig fields that ``relkit simulate`` sets, and their flags.
+CLI_FLAGS: dict[str, str] = {
+    "nodes": "--nodes",
+    "days": "--days",
+    "run_nodes": "--run-nodes",
+    "checkpoint_interval_h": "--checkpoint-interval-h",
+    "checkpoint_cost_h": "--checkpoint-cost-h",
+    "restart_h": "--restart-h",
+    "background_jobs": "--background-jobs",
+    "noise_lines_per_node_day": "--noise-lines-per-node-day",
+}
+
+
 def _flag(name: str) -> str:
-    """Return the command-line flag of a field (``--checkpoint-interval-h``)."""
-    if " " in name:
-        return "field"
-    return "--" + name.replace("_", "-")
+    """Name a field as the user can set it: its flag, or the preset value it is."""
+    if name in CLI_FLAGS:
+        return f"{name} ({CLI_FLAGS[name]})"
+    if name.startswith("Weibull shape of "):
+        mode = name.removeprefix("Weibull shape of ")
+        return f"{name} (--weibull-shape {mode}=BETA)"
+    field = name
+    if " of " in name:
+        field = "processes"
+    elif name.startswith("batch "):
+        field = "batches"
+    return (
+        f"{name} (a preset value with no command-line flag; library: "
+        f"SimConfig.replace({field}=...))"
+    )
 
 
 def _num(value: object, name: str, low: float, high: float) -> float:
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     x = float(value) if ok else math.nan  # type: ignore[arg-type]
     if not (math.isfinite(x) and low <= x <= high):
-        msg = (
-            f"{name} ({_flag(name)}) must be a number from {low:g} to {high:g}; "
-            f"got {value!r}."
-        )
+        msg = f"{_flag(name)} must be a number from {low:g} to {high:g}; got {value!r}."
         raise InvalidParameterError(msg)
     return x
 
@@ -315,8 +410,7 @@ def _int(value: object, name: str, low: int, high: int) -> int:
     ok = isinstance(value, int) and not isinstance(value, bool)
     if not ok or not (low <= value <= high):  # type: ignore[operator]
         msg = (
-            f"{name} ({_flag(name)}) must be a whole number from {low} to {high}; "
-            f"got {value!r}."
+            f"{_flag(name)} must be a whole number from {low} to {high}; got {value!r}."
         )
         raise InvalidParameterError(msg)
     return int(value)  # type: ignore[arg-type]

@@ -8,6 +8,12 @@ machine-check lines, NCCL errors and watchdog timeouts. Storms of one
 (host, device) are at least half an hour apart, so each is exactly one incident
 under the 10-minute gap window and the 5-minute flap debounce.
 
+The Xid codes follow the fleet's GPU (``SimConfig.gpu_model``): an A100 prints
+no Xid 140 or 172, which are HBM3-era (H100) codes. Each host boots the Linux
+kernel and NVIDIA driver released before the span starts (:data:`BANNERS`), and
+each log file ends with an ordinary line just before the span's end, when the
+logs were collected (:func:`closing_lines`).
+
 Hosts are given one framing each (mixed on purpose): ``iso`` (journalctl
 ``-o short-iso``), ``rfc3339`` (rsyslog), ``rfc3164`` (classic syslog, local
 time without year, with the kernel clock), ``dmesg_T`` and ``dmesg_iso``
@@ -17,6 +23,7 @@ to a ``.syslog`` file in ``iso`` framing).
 
 import math
 from collections.abc import Callable
+from datetime import date, datetime
 from pathlib import Path
 
 import numpy as np
@@ -47,10 +54,38 @@ LINE_SCHEMA = {
 }
 
 _S = 1.0 / 3600.0  # one second in hours
-LINUX_VERSION = (
-    "Linux version 5.15.0-105-generic (buildd@lcy02-amd64-007) (gcc (Ubuntu "
-    "11.4.0-1ubuntu1~22.04) 11.4.0) #115-Ubuntu SMP"
+#: Boot banners by release: (first day, ``Linux version`` line, NVIDIA driver
+#: version and build stamp). Each host boots the newest pair released before the
+#: span starts, so a 2023 span does not print a 2024 driver. The versions are
+#: real releases; the build hosts and stamps are plausible, not copied from a log.
+BANNERS: tuple[tuple[date, str, str], ...] = (
+    (
+        date(2021, 7, 13),
+        "Linux version 5.4.0-80-generic (buildd@lcy01-amd64-030) (gcc version "
+        "9.3.0 (Ubuntu 9.3.0-17ubuntu1~20.04)) #90-Ubuntu SMP",
+        "470.57.02  Tue Jul 13 16:14:05 UTC 2021",
+    ),
+    (
+        date(2023, 1, 28),
+        "Linux version 5.15.0-58-generic (buildd@lcy02-amd64-101) (gcc (Ubuntu "
+        "11.3.0-1ubuntu1~22.04) 11.3.0) #64-Ubuntu SMP",
+        "525.85.12  Sat Jan 28 02:10:06 UTC 2023",
+    ),
+    (
+        date(2024, 2, 22),
+        "Linux version 5.15.0-97-generic (buildd@lcy02-amd64-102) (gcc (Ubuntu "
+        "11.4.0-1ubuntu1~22.04) 11.4.0) #107-Ubuntu SMP",
+        "535.161.08  Thu Feb 22 23:36:17 UTC 2024",
+    ),
 )
+
+
+def banners(start: datetime) -> tuple[str, str]:
+    """Return the ``Linux version`` line and the driver banner for a span start."""
+    day = start.date()
+    older = [b for b in BANNERS if b[0] < day] or [BANNERS[0]]
+    _, linux, driver = older[-1]
+    return linux, f"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  {driver}"
 
 
 def _hex(rng: np.random.Generator, digits: int) -> str:
@@ -60,9 +95,12 @@ def _hex(rng: np.random.Generator, digits: int) -> str:
 class _Storm:
     """Collects the lines of one incident."""
 
-    def __init__(self, inc: dict, rng: np.random.Generator) -> None:
+    def __init__(
+        self, inc: dict, rng: np.random.Generator, gpu_model: str = "H100"
+    ) -> None:
         self.inc = inc
         self.rng = rng
+        self.gpu_model = gpu_model
         self.rows: list[dict] = []
         self.pid = int(rng.integers(2000, 4_000_000))
         self.name = "python3" if rng.random() < 0.5 else "pt_main_thread"
@@ -131,12 +169,14 @@ def _gpu_storm(st: _Storm) -> None:
         if rng.random() < 0.5:
             st.xid(1.0 + 2 * rng.random(), 79, "GPU has fallen off the bus.", mode)
     elif mode == "gpu/hbm_uncorrectable":
-        code = int(rng.choice([48, 94, 95, 140]))
+        # Xid 140 ("unrecovered ECC error") is printed for HBM3 (H100) only
+        codes = [48, 94, 95, 140] if st.gpu_model == "H100" else [48, 94, 95]
+        code = int(rng.choice(codes))
         text = {
             48: "Ch 00000008, An uncorrectable double bit error (DBE) has been "
             "detected on GPU in the framebuffer at partition 3, subpartition 0.",
-            94: "Contained ECC error.",
-            95: "Uncontained ECC error.",
+            94: "Contained: SM (0x1). RST: No, D-RST: No",
+            95: "Uncontained: FBHUB. RST: Yes, D-RST: No",
             140: "An uncorrectable ECC error detected (possible firmware handling "
             "failure) DRAM:-1840691385, LTC:0, MMU:0, RM:0",
         }[code]
@@ -331,12 +371,20 @@ def _node_storm(st: _Storm, host: str) -> None:
 
 
 def storm_lines(
-    incidents: pl.DataFrame, hosts: list[str], rng: np.random.Generator
+    incidents: pl.DataFrame,
+    hosts: list[str],
+    rng: np.random.Generator,
+    *,
+    gpu_model: str = "H100",
 ) -> pl.DataFrame:
-    """Draw the log lines of every logged incident (columns :data:`LINE_SCHEMA`)."""
+    """Draw the log lines of every logged incident (columns :data:`LINE_SCHEMA`).
+
+    ``gpu_model`` picks the Xid codes an uncorrectable memory error prints:
+    48, 94, 95 on A100; also 140 on H100.
+    """
     rows: list[dict] = []
     for inc in incidents.filter(pl.col("logged")).iter_rows(named=True):
-        st = _Storm(inc, rng)
+        st = _Storm(inc, rng, gpu_model)
         if inc["failure_mode"].startswith("gpu/"):
             _gpu_storm(st)
         else:
@@ -347,6 +395,8 @@ def storm_lines(
 
 # -- boots and noise ----------------------------------------------------------------
 _BIG = (1, 60000)
+#: A field filled with the line's own Unix time (audit stamps), not drawn.
+_EPOCH = (-1, -1)
 #: Kernel noise: message format and the (low, high) range of each field.
 _KERNEL_NOISE: list[tuple[str, list[tuple[int, int]]]] = [
     (
@@ -356,10 +406,10 @@ _KERNEL_NOISE: list[tuple[str, list[tuple[int, int]]]] = [
     ),
     ("IPv6: ADDRCONF(NETDEV_CHANGE): ib{}: link becomes ready", [(0, 7)]),
     (
-        'audit: type=1400 audit(1709500000.{}:{}): apparmor="DENIED" '
+        'audit: type=1400 audit({}.{}:{}): apparmor="DENIED" '
         'operation="open" profile="snap.lxd.daemon" name="/proc/{}/mounts" '
         'comm="lxd"',
-        [(100, 999), (100, 9999), _BIG],
+        [_EPOCH, (100, 999), (100, 9999), _BIG],
     ),
     ("EXT4-fs (nvme0n1p2): re-mounted. Opts: errors=remount-ro. Quota mode: none.", []),
     ("loop{}: detected capacity change from 0 to {}", [(0, 31), (8, 409600)]),
@@ -408,14 +458,19 @@ _USER_NOISE: list[tuple[str, list[tuple[int, int]], str, list[tuple[int, int]]]]
 
 
 def _fill(
-    fmt: str, ranges: list[tuple[int, int]], n: int, rng: np.random.Generator
+    fmt: str,
+    ranges: list[tuple[int, int]],
+    n: int,
+    rng: np.random.Generator,
+    epoch: np.ndarray | None = None,
 ) -> pl.Series:
     if n == 0:
         return pl.Series([], dtype=pl.String)
     if not ranges:
         return pl.Series([fmt] * n, dtype=pl.String)
     cols = {
-        f"f{i}": rng.integers(lo, hi + 1, size=n) for i, (lo, hi) in enumerate(ranges)
+        f"f{i}": epoch if r == _EPOCH else rng.integers(r[0], r[1] + 1, size=n)
+        for i, r in enumerate(ranges)
     }
     return pl.DataFrame(cols).select(pl.format(fmt, *map(pl.col, cols))).to_series()
 
@@ -431,6 +486,8 @@ def noise_lines(
     total = int(counts.sum())
     node = np.repeat(nodes, counts)
     t_h = rng.random(total) * cfg.horizon_h
+    epoch0 = int(cfg.start.timestamp())
+    t_s = (t_h * 3600.0).astype(np.int64)
     kernel = rng.random(total) < 0.4
     parts = []
     for is_kernel, templates in ((True, _KERNEL_NOISE), (False, _USER_NOISE)):
@@ -453,7 +510,9 @@ def noise_lines(
                         "node": node[sel],
                         "stream": "kernel" if is_kernel else "user",
                         "tag": tags,
-                        "msg": _fill(fmt, ranges, sel.size, rng),
+                        "msg": _fill(
+                            fmt, ranges, sel.size, rng, epoch=epoch0 + t_s[sel]
+                        ),
                     }
                 )
             )
@@ -469,16 +528,10 @@ def boot_lines(
 ) -> pl.DataFrame:
     """Kernel lines of each boot: version, driver load, GPU UUID map."""
     rows = []
+    linux, driver = banners(cfg.start)
     for node, t in boots:
-        rows.append((t, node, LINUX_VERSION))
-        rows.append(
-            (
-                t + 12.0 * _S,
-                node,
-                "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.161.08  Thu Feb "
-                "22 23:36:17 UTC 2024",
-            )
-        )
+        rows.append((t, node, linux))
+        rows.append((t + 12.0 * _S, node, driver))
         for g in range(cfg.gpus_per_node):
             rows.append(
                 (
@@ -501,6 +554,71 @@ def boot_lines(
         schema={"t_h": pl.Float64, "node": pl.Int64, "msg": pl.String},
         orient="row",
     ).with_columns(stream=pl.lit("kernel"), tag=pl.lit("kernel"))
+
+
+def closing_lines(
+    cfg: SimConfig, nodes: np.ndarray, framings: list[str]
+) -> pl.DataFrame:
+    """Return the last line of each log file, one microsecond before the end.
+
+    Logs are collected at the end of the span, so each file ends there, as a
+    collected log does (its last line is ordinary, not a failure): rsyslog's
+    files with the ``rsyslogd was HUPed`` line of the log rotation, journal
+    exports (``iso``, and the ``.syslog`` of ``dmesg`` hosts) with logrotate's
+    systemd line, ``dmesg`` files with the kernel's audit record of it. relkit
+    reads a host's observation up to the last line of its logs
+    (``log_end_ts``), so the hosts are observed over the whole span even when
+    nothing else is logged near its end.
+    """
+    end_us = round(cfg.horizon_h * 3.6e9)
+    t_h = (end_us - 1) / 3.6e9
+    epoch = int((cfg.start.timestamp() * 1e6 + end_us - 1) // 1e6)
+    rows = []
+    for node in nodes.tolist():
+        framing = framings[node]
+        pid = 700 + (node * 7919) % 2000
+        journal = ("user", "systemd[1]", "logrotate.service: Deactivated successfully.")
+        if framing in DMESG:
+            serial = 1000 + node % 9000
+            rows.append(
+                (
+                    t_h,
+                    node,
+                    "kernel",
+                    "kernel",
+                    f"audit: type=1131 audit({epoch}.{(end_us - 1) % 10**6 // 1000:03d}"
+                    f":{serial}): pid=1 uid=0 auid=4294967295 ses=4294967295 "
+                    'subj=unconfined msg=\'unit=logrotate comm="systemd" '
+                    'exe="/usr/lib/systemd/systemd" hostname=? addr=? terminal=? '
+                    "res=success'",
+                )
+            )
+            rows.append((t_h, node, *journal))
+        elif framing == "iso":
+            rows.append((t_h, node, *journal))
+        else:
+            rows.append(
+                (
+                    t_h,
+                    node,
+                    "user",
+                    "rsyslogd",
+                    '[origin software="rsyslogd" swVersion="8.2112.0" '
+                    f'x-pid="{pid}" x-info="https://www.rsyslog.com"] rsyslogd '
+                    "was HUPed",
+                )
+            )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "t_h": pl.Float64,
+            "node": pl.Int64,
+            "stream": pl.String,
+            "tag": pl.String,
+            "msg": pl.String,
+        },
+        orient="row",
+    )
 
 
 # -- framing ------------------------------------------------------------------------
@@ -554,7 +672,8 @@ def write_kernel_logs(
 
     Returns the number of lines written. Each host's lines are sorted by time;
     lines after the end of the span are not written (the logs were collected
-    then).
+    then), and each file ends with an ordinary line just before the span ends
+    (:func:`closing_lines`), so every host has a log even with no other line.
     """
     out.mkdir(parents=True, exist_ok=True)
     start = cfg.start
@@ -581,8 +700,9 @@ def write_kernel_logs(
             "t_h", "node", "stream", "tag", "msg"
         )
         cols = ["t_h", "node", "stream", "tag", "msg"]
+        last = closing_lines(cfg, nodes, framings)
         lines = pl.concat(
-            [ev.select(cols), boots.select(cols), noise.select(cols)],
+            [ev.select(cols), boots.select(cols), noise.select(cols), last],
             how="vertical_relaxed",
         ).with_row_index("_seq")
         lines = lines.filter((pl.col("t_h") >= 0) & (pl.col("t_h") < horizon))

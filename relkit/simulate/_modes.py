@@ -38,7 +38,10 @@ class ModeBehaviour:
     exit_code : str
         ``sacct`` ExitCode of that attempt (``code:signal``).
     repair_h : float
-        Mean repair time in hours (exponential), when ``drains``.
+        Mean repair time in hours (exponential), when ``drains``. The values
+        (4 h for a GPU reset or GSP fault up to 72 h for a chassis or silent
+        data corruption hunt) are assumed, not from a source: neither Llama 3
+        nor Kokolis et al. publish repair times by cause.
     counts_as_failure : bool
         Counts for MTBF (the taxonomy's flag; True for the simulator-only
         Table 5 causes).

@@ -229,9 +229,11 @@ def simulate_run(
             )
             prog.persistent = prog.latest = prog.restore = reached
             row.update(end_h=save_end, state="REQUEUED", end_step=reached)
+            # recorded when the attempt ends, after its final checkpoint, as
+            # sacct's End shows it (the stop was asked checkpoint_cost_h before)
             result.interruptions.append(
                 {
-                    "t_h": end_h,
+                    "t_h": save_end,
                     "job_seq": job_seq,
                     "attempt": attempt,
                     "node": None,

@@ -1,15 +1,20 @@
-"""The ``sacct -P`` dump of every job attempt, as Slurm prints it.
+"""The ``sacct -D -P`` dump of every job attempt, as Slurm prints it.
 
 ``sacct --allusers --duplicates --parsable2 --format=JobID,JobIDRaw,JobName,User,
-Partition,State,ExitCode,Submit,Start,End,Elapsed,NNodes,AllocTRES,NodeList``:
-a header line, ``|``-separated fields, local times without offset, elapsed as
-``[D-]HH:MM:SS``, node lists compressed (``gpu[0001-0004,0010]``), one row per
-allocation (requeued attempts repeat the JobID) followed by its ``.batch``,
-``.extern`` and ``.0`` steps.
+Partition,State,ExitCode,Submit,Start,End,Elapsed,NNodes,AllocTRES,NodeList``
+(``-a -D -P``): a header line, ``|``-separated fields, local times without
+offset, elapsed as ``[D-]HH:MM:SS``, node lists compressed
+(``gpu[0001-0004,0010]``), one row per allocation followed by its ``.batch``,
+``.extern`` and ``.0`` steps. With ``--duplicates`` every requeued attempt of a
+job has its own rows under the same JobID (plain ``sacct -P`` would print only
+the last one). Rows are ordered by JobIDRaw, then attempt.
 """
 
+import heapq
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import polars as pl
@@ -23,6 +28,8 @@ HEADER = (
 CPUS_PER_GPU = 14
 MEM_GB_PER_GPU = 225
 CHUNK = 50_000
+#: Run files merged at once by :class:`SacctSpool` (open files at a time).
+MERGE_FAN_IN = 64
 
 # (state of the allocation) -> ((state, exit) of .batch, of .extern, of .0)
 _STEPS = {
@@ -91,6 +98,23 @@ def _elapsed(seconds: pl.Expr) -> pl.Expr:
     return pl.when(s >= 86400).then(pl.format("{}-{}", s // 86400, hms)).otherwise(hms)
 
 
+def _text(chunk: pl.DataFrame, cfg: SimConfig) -> pl.DataFrame:
+    """Format a chunk of attempts: columns ``key`` (sortable text) and ``line``."""
+    end_of_span = pl.lit(cfg.start).dt.cast_time_unit("us") + pl.duration(
+        hours=cfg.horizon_h
+    )
+    base = chunk.with_columns(
+        _start=pl.col("start_ts").dt.truncate("1s"),
+        _end=pl.col("end_ts").dt.truncate("1s"),
+        _submit=pl.col("submit_ts").dt.truncate("1s"),
+    ).with_columns(
+        _elapsed=(
+            pl.coalesce("_end", end_of_span.dt.truncate("1s")) - pl.col("_start")
+        ).dt.total_seconds()
+    )
+    return _rows(base, cfg.local_tz)
+
+
 def write_sacct(
     path: Path,
     attempts: pl.DataFrame,
@@ -98,7 +122,7 @@ def write_sacct(
     *,
     progress: Callable[[str], None] | None = None,
 ) -> int:
-    """Write the attempts as ``sacct -P`` rows, in chunks; return the row count.
+    """Write the attempts as ``sacct -D -P`` rows, in chunks; return the row count.
 
     ``attempts`` columns: ``job_id``, ``job_id_raw``, ``name``, ``user``,
     ``uid``, ``partition``, ``state``, ``exit_code``, ``submit_ts``,
@@ -106,32 +130,81 @@ def write_sacct(
     ``n_nodes``, ``n_gpus``, ``node_list`` (compressed), ``first_node``,
     ``sort_key``.
     """
-    tz = cfg.local_tz
-    end_of_span = pl.lit(cfg.start).dt.cast_time_unit("us") + pl.duration(
-        hours=cfg.horizon_h
-    )
     rows = 0
     ordered = attempts.sort("sort_key", "attempt")
     n = ordered.height
     with path.open("w", encoding="utf-8") as fh:
         fh.write(HEADER + "\n")
         for lo in range(0, n, CHUNK):
-            chunk = ordered.slice(lo, CHUNK)
-            base = chunk.with_columns(
-                _start=pl.col("start_ts").dt.truncate("1s"),
-                _end=pl.col("end_ts").dt.truncate("1s"),
-                _submit=pl.col("submit_ts").dt.truncate("1s"),
-            ).with_columns(
-                _elapsed=(
-                    pl.coalesce("_end", end_of_span.dt.truncate("1s"))
-                    - pl.col("_start")
-                ).dt.total_seconds()
-            )
-            text = _rows(base, tz)
+            text = _text(ordered.slice(lo, CHUNK), cfg)["line"]
             fh.write("\n".join(text.to_list()) + "\n")
             rows += text.len()
             if progress is not None and lo // CHUNK % 10 == 9:
-                progress(f"sacct: {lo + chunk.height:,} of {n:,} attempts")
+                progress(f"sacct: {lo + CHUNK:,} of {n:,} attempts")
+    return rows
+
+
+class SacctSpool:
+    """Write ``sacct.psv`` from attempts that arrive in any order, in bounded memory.
+
+    Each chunk of attempts is formatted, sorted and written to a run file under
+    ``tmp``; :meth:`finish` merges the runs into the dump, in the order
+    :func:`write_sacct` writes (JobIDRaw, attempt, then the steps), so both
+    give the same bytes.
+    """
+
+    def __init__(self, tmp: Path, cfg: SimConfig) -> None:
+        self.tmp = tmp
+        self.cfg = cfg
+        self.runs: list[Path] = []
+        self.n_attempts = 0
+        tmp.mkdir(parents=True, exist_ok=True)
+
+    def add(self, chunk: pl.DataFrame) -> None:
+        """Format a chunk of attempts and spill it to a sorted run file."""
+        if chunk.height == 0:
+            return
+        self.n_attempts += chunk.height
+        text = _text(chunk, self.cfg).sort("key")
+        path = self.tmp / f"run{len(self.runs):06d}.txt"
+        body = text.select(pl.concat_str("key", "line", separator="\t"))
+        path.write_text("\n".join(body.to_series().to_list()) + "\n", "utf-8")
+        self.runs.append(path)
+
+    def finish(self, path: Path) -> int:
+        """Merge the runs into ``path``; remove them; return the row count."""
+        runs = list(self.runs)
+        while len(runs) > MERGE_FAN_IN:  # stay far below the open-file limit
+            merged = self.tmp / f"merge{len(self.runs):06d}.txt"
+            self.runs.append(merged)
+            with merged.open("w", encoding="utf-8") as fh:
+                _merge(runs[:MERGE_FAN_IN], fh, keep_key=True)
+            for p in runs[:MERGE_FAN_IN]:
+                p.unlink()
+            runs = [*runs[MERGE_FAN_IN:], merged]
+        with path.open("w", encoding="utf-8") as fh:
+            fh.write(HEADER + "\n")
+            rows = _merge(runs, fh, keep_key=False)
+        for p in runs:
+            p.unlink()
+        self.tmp.rmdir()
+        return rows
+
+
+def _merge(runs: list[Path], fh: TextIO, *, keep_key: bool) -> int:
+    """Merge sorted run files (``key<TAB>line``) into ``fh``; return the lines."""
+    rows = 0
+    with ExitStack() as stack:
+        files = [stack.enter_context(p.open(encoding="utf-8")) for p in runs]
+        buf: list[str] = []
+        for line in heapq.merge(*files):
+            buf.append(line if keep_key else line.split("\t", 1)[1])
+            if len(buf) >= CHUNK:
+                fh.write("".join(buf))
+                rows += len(buf)
+                buf.clear()
+        fh.write("".join(buf))
+        rows += len(buf)
     return rows
 
 
@@ -145,8 +218,12 @@ def _local(col: str, tz: str) -> pl.Expr:
     )
 
 
-def _rows(base: pl.DataFrame, tz: str) -> pl.Series:
-    """Allocation and step rows of a chunk of attempts, in sacct order."""
+def _rows(base: pl.DataFrame, tz: str) -> pl.DataFrame:
+    """Allocation and step rows of a chunk of attempts, in sacct order.
+
+    Returns ``key`` (JobIDRaw, attempt and row kind as fixed-width text, so
+    that text order is sacct order) and ``line``.
+    """
     gpus = pl.col("n_gpus")
     cpus = gpus * CPUS_PER_GPU
     state = (
@@ -157,6 +234,8 @@ def _rows(base: pl.DataFrame, tz: str) -> pl.Series:
     started = pl.col("_start").is_not_null()
     alloc = base.with_row_index("_i").select(
         "_i",
+        "sort_key",
+        "attempt",
         _o=pl.lit(0),
         JobID="job_id",
         JobIDRaw="job_id_raw",
@@ -217,6 +296,8 @@ def _rows(base: pl.DataFrame, tz: str) -> pl.Series:
         steps.append(
             run.with_columns(_s=start).select(
                 "_i",
+                "sort_key",
+                "attempt",
                 _o=pl.lit(k),
                 JobID=pl.format("{}{}", pl.col("job_id"), pl.lit(suffix)),
                 JobIDRaw=pl.format("{}{}", pl.col("job_id_raw"), pl.lit(suffix)),
@@ -241,5 +322,13 @@ def _rows(base: pl.DataFrame, tz: str) -> pl.Series:
         )
     allrows = pl.concat([alloc, *steps], how="vertical_relaxed").sort("_i", "_o")
     return allrows.select(
-        pl.concat_str(pl.exclude("_i", "_o"), separator="|")
-    ).to_series()
+        key=pl.format(
+            "{}{}{}",
+            pl.col("sort_key").cast(pl.String).str.pad_start(13, "0"),
+            pl.col("attempt").cast(pl.String).str.pad_start(7, "0"),
+            pl.col("_o").cast(pl.String),
+        ),
+        line=pl.concat_str(
+            pl.exclude("_i", "_o", "sort_key", "attempt"), separator="|"
+        ),
+    )

@@ -12,7 +12,7 @@ import polars as pl
 from relkit.errors import InvalidParameterError
 from relkit.schema import UTC
 from relkit.simulate._assemble import (
-    attempts_frame,
+    background_attempts,
     checkpoints_frame,
     fleet_truth,
     incidents_frame,
@@ -20,9 +20,11 @@ from relkit.simulate._assemble import (
     job_ids,
     lines_frame,
     processes_frame,
+    run_attempts,
     runs_frame,
 )
 from relkit.simulate._background import (
+    JobArrays,
     draw_jobs,
     simulate_background,
 )
@@ -52,7 +54,8 @@ class Simulation:
         The hidden truth per host: ``host``, ``batch``, ``lemon`` (bool),
         ``rate_multiplier`` (hardware rates, fleet mean 1).
     processes : pl.DataFrame
-        One row per failure process: ``failure_mode``, ``unit`` (``gpu`` or
+        One row per failure process (their total rate per node-day is
+        :meth:`SimConfig.failures_per_node_day`): ``failure_mode``, ``unit`` (``gpu`` or
         ``node``), ``rate_per_unit_h``, ``rate_per_node_h``, ``weibull_shape``,
         ``table5_row``, ``logged``, ``job_dependent``, ``counts_as_failure``,
         ``exposure_unit_h`` (unit-hours at risk: the whole span, or for
@@ -66,11 +69,13 @@ class Simulation:
         ``table5_row``, ``logged``, ``counts_as_failure``, ``repair_h``,
         ``interrupted_job_id`` (null when no job was interrupted), ``n_lines``.
     interruptions : pl.DataFrame
-        Every job interruption: ``ts`` (UTC), ``run_id`` (null for background
-        jobs), ``job_id``, ``attempt``, ``host``, ``failure_mode``,
-        ``table5_row``, ``kind`` (``unexpected`` or ``planned``),
-        ``lost_work_h`` (work done since the last surviving checkpoint, to be
-        redone; the whole attempt for background jobs), ``incident_id``.
+        Every job interruption: ``ts`` (UTC; when the attempt ended, as
+        sacct's End shows it: for a planned stop, after the final checkpoint
+        write), ``run_id`` (null for background jobs), ``job_id``,
+        ``attempt``, ``host``, ``failure_mode``, ``table5_row``, ``kind``
+        (``unexpected`` or ``planned``), ``lost_work_h`` (work done since the
+        last surviving checkpoint, to be redone; the whole attempt for
+        background jobs), ``incident_id``.
     jobs : pl.DataFrame
         One row per job attempt (the rows of ``sacct.psv`` without steps):
         ``job_id``, ``job_id_raw``, ``attempt``, ``name``, ``user``, ``uid``,
@@ -79,7 +84,8 @@ class Simulation:
         ``n_gpus``, ``node_list`` (Slurm host list, ``None assigned`` when
         pending), ``first_node`` (host), ``sort_key`` (JobIDRaw as
         a number), ``start_step`` and ``end_step`` (training-run attempts only:
-        the step restored and the step reached).
+        the step restored and the step reached). Sorted by ``sort_key`` and
+        ``attempt``, the order of ``sacct -D -P``.
     runs : pl.DataFrame
         One row per training run: ``run_id``, ``n_nodes``, ``n_gpus``,
         ``wall_h``, ``productive_h``, ``ettr_frac`` (productive / wall, the
@@ -285,7 +291,7 @@ def simulate_cluster(
     References
     ----------
     .. [1] Llama Team, AI @ Meta, "The Llama 3 Herd of Models",
-       arXiv:2407.21783 (2024).
+       arXiv:2407.21783 (2024). doi:10.48550/arXiv.2407.21783
     .. [2] A. Kokolis et al., "Revisiting Reliability in Large-Scale Machine
        Learning Research Clusters", HPCA 2025, arXiv:2410.21680.
        doi:10.1109/HPCA61900.2025.00096
@@ -300,10 +306,28 @@ def simulate_cluster(
     >>> simulate_cluster(cfg, seed=-1)
     Traceback (most recent call last):
     ...
-    relkit.errors.InvalidParameterError: seed must be a whole number >= 0; got -1.
+    relkit.errors.InvalidParameterError: seed (--seed) must be a whole number >= 0; ...
+    """
+    sim, _ = run_simulation(config, seed=seed, progress=progress, sink=None)
+    return sim
+
+
+def run_simulation(
+    config: SimConfig,
+    *,
+    seed: int,
+    progress: Callable[[str], None] | None,
+    sink: Callable[[pl.DataFrame], None] | None,
+) -> tuple[Simulation, int]:
+    """Simulate; return the simulation and its number of job attempts.
+
+    With a ``sink``, the background attempts go to it in chunks (named, in the
+    columns of ``Simulation.jobs``) as the scheduler finishes them, and the
+    returned ``jobs`` holds only the training run's attempts; without one,
+    ``jobs`` holds every attempt.
     """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        msg = f"seed must be a whole number >= 0; got {seed!r}."
+        msg = f"seed (--seed) must be a whole number >= 0; got {seed!r}."
         raise InvalidParameterError(msg)
     cfg = config.validated()
     say = progress or (lambda _msg: None)
@@ -321,12 +345,31 @@ def simulate_cluster(
     run = simulate_run(cfg, cand.filter(pl.col("node") < pool), _planned(cfg, r_plan))
     say(f"training run: {len(run.attempts):,} attempts")
     jobs = draw_jobs(cfg, r_work)
-    bg = simulate_background(cfg, jobs, cand.filter(pl.col("node") >= pool), say)
-    if cfg.background_jobs:
-        say(f"background: {jobs.height:,} jobs, {len(bg.attempts):,} attempts")
-    ids = job_ids(cfg, run, bg, jobs)
+    n_jobs = jobs.height
+    ids = job_ids(cfg, run, jobs)
+    labels = jobs.select("name", "user", "partition")
+    arrays = JobArrays.from_frame(jobs)
+    del jobs  # the scheduler needs the arrays only, the names the labels
     hosts = fleet.hosts
-    attempts = attempts_frame(cfg, run, bg, jobs, ids, hosts)
+    kept: list[pl.DataFrame] = []
+    deliver = sink if sink is not None else kept.append
+
+    def named(chunk: pl.DataFrame) -> None:
+        deliver(background_attempts(cfg, chunk, labels, ids, hosts))
+
+    bg = simulate_background(
+        cfg, arrays, cand.filter(pl.col("node") >= pool), say, emit=named
+    )
+    del arrays
+    if cfg.background_jobs:
+        say(f"background: {n_jobs:,} jobs, {bg.n_attempts:,} attempts")
+    run_rows = run_attempts(cfg, run, ids, hosts)
+    attempts = (
+        pl.concat([run_rows, *kept], how="vertical_relaxed").sort("sort_key", "attempt")
+        if kept
+        else run_rows
+    )
+    kept.clear()
     incidents = incidents_frame(cfg, cand, run, bg, ids, hosts)
     r_frame, r_storm, r_boot = r_log.spawn(3)
     usable = [f for f in cfg.framings if f != "rfc3164" or cfg.days <= 360]
@@ -338,8 +381,8 @@ def simulate_cluster(
         on="incident_id",
         how="left",
     ).with_columns(pl.col("n_lines").fill_null(0))
-    interruptions = interruptions_frame(cfg, run, bg, attempts, incidents, hosts, ids)
-    return Simulation(
+    interruptions = interruptions_frame(cfg, run, bg, incidents, hosts, ids)
+    sim = Simulation(
         config=cfg,
         seed=seed,
         assets=fleet.assets(cfg),
@@ -355,6 +398,7 @@ def simulate_cluster(
         reboots=run.reboots + bg.reboots,
         boot_h=boot_h,
     )
+    return sim, len(run.attempts) + bg.n_attempts
 
 
 def gpu_uuids(seed: int, nodes: int, gpus_per_node: int) -> dict[int, list[str]]:
