@@ -6,13 +6,14 @@ logic of its own: each verb reads store tables and calls the library.
 """
 
 import argparse
+import warnings
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import polars as pl
 
-from relkit.errors import RelkitError
+from relkit.errors import RelkitError, RelkitWarning
 
 Emit = Callable[[Any, str], None]
 Progress = Callable[[str], None]
@@ -60,16 +61,20 @@ def _list(text: str | None) -> list[str] | None:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
-def _ints(text: str, flag: str) -> list[int]:
+def _ints(text: str, flag: str, *, most: int) -> list[int]:
+    items = [t.strip() for t in text.split(",")]
+    if "" in items:
+        msg = f"{flag} {text!r}: an empty item between commas; e.g. 1024,16384"
+        raise RelkitError(msg)
     try:
-        values = [int(t) for t in _list(text) or []]
+        values = [int(t) for t in items]
     except ValueError as exc:
         msg = (
             f"{flag} {text!r}: give whole numbers separated by commas, e.g. 1024,16384"
         )
         raise RelkitError(msg) from exc
-    if not values or min(values) < 1:
-        msg = f"{flag} {text!r}: give whole numbers >= 1, e.g. 1024,16384"
+    if not 1 <= min(values) <= max(values) <= most:
+        msg = f"{flag} {text!r}: give whole numbers in [1, {most:,}], e.g. 1024,16384"
         raise RelkitError(msg)
     return values
 
@@ -160,12 +165,16 @@ def _cmd_check_table(args: argparse.Namespace, emit: Emit) -> int:
     from relkit.ingest import read_paper_table
     from relkit.published import check_table
 
-    emit(check_table(read_paper_table(args.file)), args.format)
+    findings = check_table(read_paper_table(args.file))
+    emit(findings, args.format)
+    if args.strict and (n := int((~findings["consistent"]).sum())):
+        msg = f"{n} finding(s) in {args.file} (--strict); see the rows above"
+        raise RelkitError(msg)
     return 0
 
 
 def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
-    from relkit.scale import node_failure_rate, scale_projection
+    from relkit.scale import MAX_GPUS, node_failure_rate, scale_projection
 
     if (args.failure_rate is None) == (args.db is None):
         msg = (
@@ -209,13 +218,17 @@ def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
             f"({observed.n_failures} failures in {observed.node_days:,.1f} "
             f"node-days, {row['exposure_basis']})"
         )
-    out = scale_projection(
-        rate,
-        _ints(args.gpus, "--gpus"),
-        gpus_per_node=args.gpus_per_node,
-        rate_lower=lower,
-        rate_upper=upper,
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RelkitWarning)
+        out = scale_projection(
+            rate,
+            _ints(args.gpus, "--gpus", most=MAX_GPUS),
+            gpus_per_node=args.gpus_per_node,
+            rate_lower=lower,
+            rate_upper=upper,
+        )
+    for w in caught:
+        progress(f"warning: {w.message}")
     progress(f"projected MTTF(N) = 24 / (N_nodes * r_f) h from the {source}")
     emit(out.select(SCALE_FIELDS), args.format)
     return 0
@@ -261,11 +274,15 @@ def _cmd_failure_share(args: argparse.Namespace, emit: Emit) -> int:
 
 
 def _job_options(p: argparse.ArgumentParser) -> None:
+    from relkit.interruptions import DEFAULT_SLACK_MIN
+
     p.add_argument(
         "--slack-min",
         type=float,
-        default=15.0,
-        help="minutes before a job's end searched for the incident that ended it",
+        default=DEFAULT_SLACK_MIN,
+        help="minutes before a job's end searched for the incident that ended it "
+        f"(default {DEFAULT_SLACK_MIN:g}: a 30-min NCCL watchdog timeout and "
+        "the teardown)",
     )
     p.add_argument(
         "--after-end-min",
@@ -347,6 +364,11 @@ def add_job_verbs(
     )
     p.add_argument(
         "file", metavar="FILE", help="CSV: component,category,count,printed pct"
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when anything does not add up (default: report and exit 0)",
     )
     add_format(p)
     p.set_defaults(func=lambda a: _cmd_check_table(a, emit))

@@ -2,7 +2,7 @@
 
 The bundled ``synthetic`` dataset (``relkit simulate --preset llama3-54d
 --nodes 264 --seed 1``: 54 days, a 2,048-GPU run) holds the raw files a
-cluster produces; relkit ingests its assets, ``sacct -P`` dump and kernel logs
+cluster produces; relkit ingests its assets, ``sacct -D -P`` dump and kernel logs
 like any other, attributes the run's interruptions, and the demo prints them by
 cause and in the shape of Llama 3 Table 5, next to the injected truth in
 ``ground_truth.json``.

@@ -313,15 +313,30 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_simulate(args: argparse.Namespace) -> int:
-    from relkit.simulate import simulate_cluster, simulation_preset, write_simulation
+def _weibull_shapes(values: list[str] | None) -> dict[str, float]:
+    """Parse repeated ``--weibull-shape MODE=BETA`` options."""
+    shapes: dict[str, float] = {}
+    for text in values or []:
+        mode, sep, beta = text.partition("=")
+        try:
+            value = float(beta)
+        except ValueError:
+            value = math.nan
+        if not sep or not mode.strip() or not math.isfinite(value):
+            msg = (
+                f"--weibull-shape {text!r}: expected MODE=BETA with BETA a number, "
+                "e.g. --weibull-shape gpu/fallen_off_bus=0.7"
+            )
+            raise RelkitError(msg)
+        shapes[mode.strip()] = value
+    return shapes
 
-    out = _out_dir(args.out)
-    if out.exists() and any(out.iterdir()) and not args.force:
-        msg = (
-            f"--out {args.out} is not empty; give a new or empty directory, or add "
-            "--force to overwrite the simulation files in it"
-        )
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from relkit.simulate import simulate_to_files, simulation_preset
+
+    if not args.out.strip():
+        msg = "--out is empty; give the directory to write into, e.g. --out sim/"
         raise RelkitError(msg)
     changes = {
         name: getattr(args, name)
@@ -339,12 +354,18 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         days=args.days,
         run_nodes=args.run_nodes,
         background_jobs=args.background_jobs,
+        weibull_shapes=_weibull_shapes(args.weibull_shape),
         **changes,
     )
-    started = time.perf_counter()
-    sim = simulate_cluster(config, seed=args.seed, progress=_progress)
-    summary = write_simulation(sim, out, force=args.force, progress=_progress)
-    _progress(f"simulation written to {out} ({time.perf_counter() - started:.1f} s)")
+    summary = simulate_to_files(
+        config,
+        args.out,
+        seed=args.seed,
+        force=args.force,
+        allow_big=args.yes_big,
+        progress=_progress,
+    )
+    _progress(f"simulation written to {summary['out']} ({summary['seconds']:.1f} s)")
     summary = {k: v for k, v in summary.items() if k != "ingest"}
     summary["out"] = str(summary["out"])
     _emit(summary, args.format)
@@ -532,7 +553,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--days", type=float, help="simulated span, days")
     p.add_argument("--run-nodes", type=int, help="nodes of the training run (0: none)")
     p.add_argument(
-        "--checkpoint-interval-h", type=float, help="run's checkpoint interval, hours"
+        "--checkpoint-interval-h",
+        type=float,
+        help="run's checkpoint interval, hours (at least one training step, 10 s)",
     )
     p.add_argument(
         "--checkpoint-cost-h", type=float, help="blocking checkpoint write, hours"
@@ -545,6 +568,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--noise-lines-per-node-day",
         type=float,
         help="ordinary log lines per node-day besides failures",
+    )
+    p.add_argument(
+        "--weibull-shape",
+        action="append",
+        metavar="MODE=BETA",
+        help="Weibull shape of a failure mode's process, e.g. "
+        "gpu/fallen_off_bus=0.7 (< 1: decreasing hazard, > 1: increasing); "
+        "repeat for several modes (default: exponential, 1)",
+    )
+    p.add_argument(
+        "--yes-big",
+        action="store_true",
+        help="run even when the estimated output is over the size limits "
+        "(5e8 log lines, 1e7 jobs) or the free disk space",
     )
     _add_format(p)
     p.set_defaults(func=_cmd_simulate)

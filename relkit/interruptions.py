@@ -17,15 +17,22 @@ Causes (``cause``):
 - without an incident, from the scheduler's state: ``infrastructure``
   (``NODE_FAIL``, ``BOOT_FAIL``, ``LAUNCH_FAILED``, a Kubernetes taint
   eviction), ``user`` (``FAILED`` with an exit code, ``OUT_OF_MEMORY``),
-  ``unknown`` (``REQUEUED``, a failure whose exit code is not recorded),
+  ``unknown`` (``REQUEUED`` without a sign of a deliberate requeue, a
+  failure whose exit code is not recorded),
   ``user_action`` (``CANCELLED``), ``policy`` (``TIMEOUT``, ``DEADLINE``),
   ``scheduler`` (``PREEMPTED``), ``secondary`` (preempted to make room for the
   requeue of a job a failure interrupted).
 
-Kinds (``kind``): ``unexpected`` (failures), ``planned`` (``REQUEUED`` with no
-failure incident: an operator's or automation's requeue, such as Llama 3's 47
-planned interruptions), ``secondary``, and ``not_failure`` (user actions,
-time limits, preemption).
+Kinds (``kind``): ``unexpected`` (failures, and interruptions of unknown
+cause), ``planned`` (a deliberate requeue with no failure incident: a
+``REQUEUED`` Slurm attempt whose steps were cancelled, not failed, as
+``scontrol requeue`` leaves them, or a Kubernetes pod evicted through the
+Eviction API by ``kubectl drain``; an operator's or automation's action, such
+as Llama 3's 47 planned interruptions), ``secondary``, and ``not_failure``
+(user actions, time limits, preemption). A ``REQUEUED`` attempt without such
+a sign (no step rows, or failed steps) is "interrupted, cause unknown" (case
+C08 of ``cases/README.md``): requeues follow failures too (``RequeueExit``,
+a job script that requeues itself after a crash).
 """
 
 from collections.abc import Sequence
@@ -41,10 +48,13 @@ from relkit.taxonomy import FAILURE_MODES, LLAMA3_TABLE5
 
 __all__ = [
     "ATTEMPT_SCHEMA",
+    "DEFAULT_SLACK_MIN",
     "INTERRUPTION_SCHEMA",
+    "PLANNED_FLAGS",
     "InterruptionSummary",
     "build_interruptions",
     "build_job_attempts",
+    "drop_repeated_records",
     "interruption_summary",
     "job_interruptions",
     "job_table",
@@ -59,7 +69,7 @@ STATE_CAUSE: dict[str, tuple[str, str]] = {
     "FAILED": ("user", "unexpected"),
     "OUT_OF_MEMORY": ("user", "unexpected"),
     "SPECIAL_EXIT": ("user", "unexpected"),
-    "REQUEUED": ("unknown", "planned"),
+    "REQUEUED": ("unknown", "unexpected"),
     "CANCELLED": ("user_action", "not_failure"),
     "TIMEOUT": ("policy", "not_failure"),
     "DEADLINE": ("policy", "not_failure"),
@@ -88,6 +98,24 @@ OPEN_STATES = (
 #: States whose end is explained by a failure incident on the job's nodes when
 #: one is found (others are decided by the user or the scheduler).
 ATTRIBUTED_STATES = ("NODE_FAIL", "BOOT_FAIL", "LAUNCH_FAILED", "FAILED", "REQUEUED")
+
+#: Default of ``slack_min``: how long before an attempt's end the incident that
+#: ended it may have been logged, minutes. A GPU that fails mid-collective
+#: hangs it; PyTorch's watchdog aborts the hung collective after the process
+#: group timeout: 10 min for NCCL since PyTorch 2.2
+#: (``kProcessGroupNCCLDefaultTimeout``, pytorch/pytorch PR #110947), 30 min
+#: before that and for the other backends (``default_pg_timeout``), and 30 min
+#: is what many training stacks still set explicitly. A watchdog stuck in a
+#: CUDA call on the dead GPU is killed by the heartbeat monitor
+#: (``TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC``: 480 s, 600 s in 2.2-2.3). Then Slurm
+#: tears the job down (``KillWait`` 30 s, ``UnkillableStepTimeout`` 60 s,
+#: epilogs). 30 + 10 + 5 min = 45 min covers the 30-min timeout with a
+#: heartbeat abort and the teardown.
+DEFAULT_SLACK_MIN = 45.0
+
+#: States of attempts that failed as they started: an incident just before
+#: the start may explain them.
+_LAUNCH_STATES = ("BOOT_FAIL", "LAUNCH_FAILED")
 
 #: Causes that are infrastructure failures (for job MTTF and secondary losses).
 INFRA_CAUSES = ("hardware", "network", "infrastructure")
@@ -135,8 +163,15 @@ ATTEMPT_SCHEMA = pl.Schema(
         "name": pl.String(),
         "user": pl.String(),
         "partition": pl.String(),
+        "flags": pl.String(),
     }
 )
+
+#: Flags of a job record that mark a deliberate requeue (``planned``): a
+#: ``REQUEUED`` Slurm attempt whose steps were cancelled and none failed
+#: (:func:`relkit.ingest.read_sacct`), a pod evicted through the Eviction API
+#: (:func:`relkit.ingest.read_k8s`).
+PLANNED_FLAGS = ("steps_cancelled", "evicted_by_api")
 
 #: Columns of :func:`build_interruptions`, in order.
 INTERRUPTION_SCHEMA = pl.Schema(
@@ -185,6 +220,105 @@ def _check_slack(slack_min: float, name: str = "slack_min") -> float:
     return float(slack_min)
 
 
+#: Columns that tell one job record from another (with its hosts): not where
+#: it was read, nor the numbering, flags or optional columns (Partition,
+#: AllocTRES, ...) its file's ``--format`` gave it.
+_IDENTITY = (
+    "scheduler",
+    "namespace",
+    "job_id",
+    "het_offset",
+    "name",
+    "state",
+    "exit_code",
+    "submit_ts",
+    "start_ts",
+    "end_ts",
+    "elapsed_s",
+)
+
+
+def drop_repeated_records(jobs: pl.DataFrame, job_nodes: pl.DataFrame) -> pl.DataFrame:
+    """Keep one copy of job records that several sources hold.
+
+    ``sacct -S/-E`` dumps of consecutive days overlap: a job that ran across
+    midnight is in both files, and counting it twice would double its
+    interruption. Records of different sources with the same job id, name,
+    state, exit code, Submit, Start, End, Elapsed and hosts are one record
+    (where it was read, its attempt number, flags and the columns a file's
+    ``--format`` may add or leave out are not compared).
+
+    Parameters
+    ----------
+    jobs : pl.DataFrame
+        The store's ``jobs`` table (at least ``source_id, job_id, attempt``;
+        of ``scheduler, namespace, het_offset, name, state, exit_code,
+        submit_ts, start_ts, end_ts, elapsed_s`` those it has are compared).
+    job_nodes : pl.DataFrame
+        The store's ``job_nodes`` table (``source_id, job_id, attempt,
+        host``): the hosts are compared too.
+
+    Returns
+    -------
+    pl.DataFrame
+        ``jobs`` without the repeated copies, in its order. Of each set of
+        equal records, the copies of the source holding the most of them are
+        kept (the lowest ``source_id`` on a tie), so records a file holds
+        twice on purpose (a Kubernetes pod's restarts of unknown time) keep
+        their count. Requeued attempts differ in their start: they are never
+        merged. Within one file, ``read_sacct`` already counted repeats once.
+
+    Raises
+    ------
+    SchemaError
+        If a key column is missing.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> jobs = pl.DataFrame(
+    ...     {
+    ...         "source_id": [1, 2, 2],
+    ...         "job_id": ["9001", "9001", "9002"],
+    ...         "attempt": [1, 1, 1],
+    ...         "state": ["NODE_FAIL", "NODE_FAIL", "COMPLETED"],
+    ...     }
+    ... )
+    >>> nodes = pl.DataFrame(
+    ...     schema={
+    ...         "source_id": pl.Int64,
+    ...         "job_id": pl.String,
+    ...         "attempt": pl.Int64,
+    ...         "host": pl.String,
+    ...     }
+    ... )
+    >>> drop_repeated_records(jobs, nodes).rows()
+    [(1, '9001', 1, 'NODE_FAIL'), (2, '9002', 1, 'COMPLETED')]
+    """
+    keys = ["source_id", "job_id", "attempt"]
+    require_columns(jobs, keys, where="drop_repeated_records")
+    require_columns(job_nodes, [*keys, "host"], where="drop_repeated_records")
+    if jobs.height == 0 or jobs["source_id"].n_unique() < 2:
+        return jobs
+    hosts = job_nodes.group_by(keys).agg(_hosts=pl.col("host").unique().sort())
+    same = [c for c in _IDENTITY if c in jobs.columns]
+    keyed = (
+        jobs.with_row_index("_row")
+        .join(hosts, on=keys, how="left", nulls_equal=False)
+        .with_columns(_key=pl.struct([*same, "_hosts"]))
+    )
+    per_source = keyed.group_by("_key", "source_id").agg(_n=pl.len())
+    best = per_source.sort(
+        "_n", "source_id", descending=[True, False], maintain_order=True
+    ).unique("_key", keep="first", maintain_order=True)
+    kept = keyed.join(
+        best.select("_key", "source_id"), on=["_key", "source_id"], how="semi"
+    )
+    return jobs.filter(
+        pl.int_range(pl.len()).is_in(kept["_row"].cast(pl.Int64).implode())
+    )
+
+
 def job_table(jobs: pl.DataFrame, job_nodes: pl.DataFrame) -> pl.DataFrame:
     """List the job records with their hosts (the ``relkit jobs`` rows).
 
@@ -192,7 +326,7 @@ def job_table(jobs: pl.DataFrame, job_nodes: pl.DataFrame) -> pl.DataFrame:
     ----------
     jobs : pl.DataFrame
         The store's ``jobs`` table (one row per attempt of a job or
-        heterogeneous component; ``attempt`` null for a Kubernetes Job's own
+        heterogeneous component; ``attempt`` 0 for a Kubernetes Job's own
         record).
     job_nodes : pl.DataFrame
         The store's ``job_nodes`` table (``source_id, job_id, attempt, host``).
@@ -200,7 +334,9 @@ def job_table(jobs: pl.DataFrame, job_nodes: pl.DataFrame) -> pl.DataFrame:
     Returns
     -------
     pl.DataFrame
-        One row per ``jobs`` row, sorted by ``base_job_id, job_id, attempt``:
+        One row per ``jobs`` row, sorted by ``base_job_id, job_id, attempt``
+        (a record several sources hold, such as a job in two overlapping
+        daily dumps, once: :func:`drop_repeated_records`):
         ``job_id, base_job_id, array_task, het_offset, attempt, state,
         cancelled_by_uid, submit_ts, start_ts, end_ts`` (UTC), ``elapsed_s``
         (seconds, null without a start), ``n_nodes, n_gpus`` and ``hosts``
@@ -215,6 +351,7 @@ def job_table(jobs: pl.DataFrame, job_nodes: pl.DataFrame) -> pl.DataFrame:
     require_columns(
         job_nodes, ["source_id", "job_id", "attempt", "host"], where="job_table"
     )
+    jobs = drop_repeated_records(jobs, job_nodes)
     hosts = job_nodes.group_by("source_id", "job_id", "attempt").agg(
         hosts=pl.col("host").unique().sort()
     )
@@ -255,8 +392,8 @@ def build_job_attempts(
         The store's ``jobs`` table: ``source_id, job_id, attempt, state,
         exit_code, submit_ts, start_ts, end_ts`` (UTC), ``elapsed_s`` (s),
         ``n_nodes, n_gpus``; optional ``scheduler, cancelled_by_uid, reason,
-        name, user, partition``. Rows with a null ``attempt`` (a Kubernetes
-        Job's own record) are left out.
+        name, user, partition``. Rows with ``attempt`` 0 (a Kubernetes Job's
+        own record, no run of its own) or null are left out.
     job_nodes : pl.DataFrame
         The store's ``job_nodes`` table: ``source_id, job_id, attempt, host``.
     gpus_per_node : int, optional
@@ -271,7 +408,9 @@ def build_job_attempts(
         components ``4120+0`` and ``4120+1`` are one job ``4120`` (its hosts the
         union, its GPUs the sum, its state the component's that speaks for the
         job: a failure over a success); array tasks stay jobs of their own
-        (``4108_7``). ``stop_ts`` is ``end_ts``, or ``start_ts + elapsed_s``
+        (``4108_7``). A record several sources hold (overlapping daily
+        ``sacct`` dumps) is counted once (:func:`drop_repeated_records`), so
+        its interruption is too. ``stop_ts`` is ``end_ts``, or ``start_ts + elapsed_s``
         for an attempt still running (``is_censored`` True: right-censored
         there). ``n_nodes`` counts the distinct hosts when known.
 
@@ -329,8 +468,17 @@ def build_job_attempts(
     ):
         msg = f"gpus_per_node must be a whole number >= 1; got {gpus_per_node!r}."
         raise InvalidParameterError(msg)
-    optional = ["scheduler", "cancelled_by_uid", "reason", "name", "user", "partition"]
-    rows = jobs.filter(pl.col("attempt").is_not_null()).with_columns(
+    optional = [
+        "scheduler",
+        "cancelled_by_uid",
+        "reason",
+        "name",
+        "user",
+        "partition",
+        "flags",
+    ]
+    jobs = drop_repeated_records(jobs, job_nodes)
+    rows = jobs.filter(pl.col("attempt") >= 1).with_columns(
         [
             pl.lit(None, dtype=pl.String).alias(c)
             for c in optional
@@ -375,6 +523,7 @@ def build_job_attempts(
         name=pl.col("name").first(),
         user=pl.col("user").first(),
         partition=pl.col("partition").first(),
+        flags=pl.col("flags").drop_nulls().unique(maintain_order=True).str.join(","),
     )
     n_hosts = pl.col("hosts").list.len()
     n_nodes = (
@@ -411,6 +560,12 @@ def build_job_attempts(
     )
 
 
+def _has_flag(flags: list[str]) -> pl.Expr:
+    """Tell rows whose ``flags`` (comma-separated) hold one of ``flags``."""
+    pattern = "(^|,)(" + "|".join(flags) + ")(,|$)"
+    return pl.col("flags").str.contains(pattern).fill_null(value=False)
+
+
 def _abnormal(attempts: pl.DataFrame) -> pl.DataFrame:
     """Keep attempts that ended, and not as COMPLETED (nor cancelled unstarted)."""
     state = pl.col("state")
@@ -437,7 +592,14 @@ def _match_incidents(
         .select(
             *keys,
             "hosts",
-            _lo=pl.col("end_ts") - slack,
+            # an incident logged before the attempt started did not end it
+            # (the job started on the node anyway); a launch failure may
+            # follow one: its window reaches back before the start
+            _lo=pl.when(
+                pl.col("state").is_in(_LAUNCH_STATES) | pl.col("start_ts").is_null()
+            )
+            .then(pl.col("end_ts") - slack)
+            .otherwise(pl.max_horizontal(pl.col("end_ts") - slack, pl.col("start_ts"))),
             _hi=pl.col("end_ts") + pl.duration(microseconds=after_us),
             _end="end_ts",
         )
@@ -543,7 +705,7 @@ def build_interruptions(
     attempts: pl.DataFrame,
     incidents: pl.DataFrame,
     *,
-    slack_min: float = 15.0,
+    slack_min: float = DEFAULT_SLACK_MIN,
     after_end_min: float = 1.0,
 ) -> pl.DataFrame:
     r"""Give every abnormally ended job attempt its cause and lost time.
@@ -552,18 +714,20 @@ def build_interruptions(
     ----------
     attempts : pl.DataFrame
         Job attempts from :func:`build_job_attempts` (columns
-        :data:`ATTEMPT_SCHEMA`).
+        :data:`ATTEMPT_SCHEMA`; ``flags``, ``submit_ts`` and the descriptive
+        columns may be missing).
     incidents : pl.DataFrame
         Failure incidents from :func:`relkit.fleet.incident_table` (or
         :func:`relkit.incidents.build_incidents`): ``host``, ``device``,
         ``failure_mode``, ``category``, ``start_ts`` (UTC),
         ``counts_as_failure``. May be empty (no failure logs ingested).
-    slack_min : float, default 15.0
+    slack_min : float, default 45.0
         How many minutes before an attempt's end the incident that ended it may
-        have been logged: Slurm declares a node dead ``SlurmdTimeout`` (300 s
-        by default) after it stops answering, and a job hung by a GPU error
-        ends when NCCL's watchdog gives up (10 min by default). Raise it for
-        longer collective timeouts. In [0, 1e6).
+        have been logged (:data:`DEFAULT_SLACK_MIN`): a GPU failure hangs the
+        job's collectives until PyTorch's NCCL watchdog gives up (10 min by
+        default since PyTorch 2.2, 30 min before and where set explicitly),
+        then the job is torn down. Raise it for longer collective timeouts.
+        In [0, 1e6).
     after_end_min : float, default 1.0
         How many minutes after the end an incident's log time may be and still
         be the cause (clocks of nodes and scheduler differ slightly). In
@@ -596,7 +760,7 @@ def build_interruptions(
     An attempt ending ``NODE_FAIL``, ``BOOT_FAIL``, ``LAUNCH_FAILED``,
     ``FAILED`` or ``REQUEUED`` (or in a state relkit does not know) is matched
     with the incidents (category other than ``info``) on its hosts that start
-    within :math:`[t_{end} - s, t_{end} + a]` (``slack_min``,
+    within :math:`[\max(t_{end} - s, t_{start}), t_{end} + a]` (``slack_min``,
     ``after_end_min``): a range join on host and time (``join_where``), whose
     cost grows with the matches, not with attempts × incidents. Of several,
     one that counts as a failure is preferred, then the one nearest the end.
@@ -605,11 +769,21 @@ def build_interruptions(
     run (the simulator's ``llama3-54d``), nodes the job had just released
     failing after its end, and errors the job survived for hours, gave 13 of
     468 interruptions a wrong cause with :math:`[t_{start} - s, t_{end} + s]`.
-    For a ``BOOT_FAIL`` (start = end) the window is the ``slack_min`` before
-    the start. The incident's category is the
+    Nor does it reach before the attempt's start: the failure that ended the
+    previous attempt of a run, on a node the requeued attempt started on
+    again a minute later, did not end the requeued one (it would, on the
+    54-day run, with any ``slack_min`` of 25 min or more). For a
+    ``BOOT_FAIL`` or ``LAUNCH_FAILED`` (start = end) the window is the
+    ``slack_min`` before the start. The incident's category is the
     cause. Without a match the state decides (:data:`STATE_CAUSE`).
     ``CANCELLED``, ``TIMEOUT``, ``DEADLINE``, ``PREEMPTED`` and
-    ``OUT_OF_MEMORY`` are never attributed to an incident.
+    ``OUT_OF_MEMORY`` are never attributed to an incident. A ``REQUEUED``
+    attempt without a failure incident is ``planned`` when its ``flags``
+    show a deliberate requeue (:data:`PLANNED_FLAGS`: its steps were
+    cancelled, none failed; a pod drained through the Eviction API), and
+    otherwise ``unexpected`` with cause ``unknown`` (case C08: "interrupted,
+    cause unknown"). A requeue of a node that died without a log line looks
+    deliberate too; its count is an upper bound of the planned ones.
 
     A ``PREEMPTED`` attempt that ended at most ``slack_min`` before the start
     of the next attempt of another job on a shared host, whose previous
@@ -682,6 +856,8 @@ def build_interruptions(
             where="build_interruptions",
         )
     keys = ["source_id", "job_id", "attempt"]
+    if "flags" not in attempts.columns:
+        attempts = attempts.with_columns(flags=pl.lit(None, dtype=pl.String))
     ended = _abnormal(attempts)
     match = _match_incidents(ended, incidents, slack_us, after_us)
     causes = pl.DataFrame(
@@ -700,7 +876,11 @@ def build_interruptions(
             )
             .then(pl.lit("unknown"))
             .otherwise(pl.col("_state_cause").fill_null("unknown")),
-            _state_kind=pl.col("_state_kind").fill_null("unexpected"),
+            _state_kind=pl.when(
+                (pl.col("state") == "REQUEUED") & _has_flag(list(PLANNED_FLAGS))
+            )
+            .then(pl.lit("planned"))
+            .otherwise(pl.col("_state_kind").fill_null("unexpected")),
         )
         .with_columns(
             cause=pl.coalesce("_category", "_state_cause"),
@@ -1084,7 +1264,7 @@ def job_interruptions(
     *,
     end_of_log: datetime | None = None,
     window_min: float = 10.0,
-    slack_min: float = 15.0,
+    slack_min: float = DEFAULT_SLACK_MIN,
     after_end_min: float = 1.0,
     gpus_per_node: int | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -1103,9 +1283,9 @@ def job_interruptions(
         :func:`relkit.fleet.log_end` of the ``sources`` table.
     window_min : float, default 10.0
         Incident gap window, minutes.
-    slack_min, after_end_min : float, default 15.0 and 1.0
+    slack_min, after_end_min : float, default 45.0 and 1.0
         Attribution window around each attempt's end, minutes before and after
-        (:func:`build_interruptions`).
+        (:func:`build_interruptions`, :data:`DEFAULT_SLACK_MIN`).
     gpus_per_node : int, optional
         GPUs per node where a job record has no GPU count.
 

@@ -9,6 +9,8 @@ from job attempts; :func:`acmetrace_failure_share` reads the same contrast out
 of the AcmeTrace cluster summary (Hu et al., NSDI 2024).
 """
 
+import math
+
 import polars as pl
 
 from relkit.errors import InvalidParameterError
@@ -51,7 +53,9 @@ def check_table(table: pl.DataFrame, *, rounding_pct: float = 0.05) -> pl.DataFr
         - ``check="row"``: each row's printed percentage against
           count / total × 100 (subject: the component);
         - ``check="category"``: each category's share by count against the
-          sum of its printed percentages (subject: the category).
+          sum of its printed percentages (subject: the category);
+        - ``check="duplicate"``: a component on more than one row (typed
+          twice?), never consistent; its percentages are null.
 
         ``printed_pct`` and ``recomputed_pct`` are percent;
         ``difference_pct`` = printed − recomputed; ``consistent`` is True
@@ -62,7 +66,9 @@ def check_table(table: pl.DataFrame, *, rounding_pct: float = 0.05) -> pl.DataFr
     SchemaError
         If a column is missing.
     InvalidParameterError
-        If the counts add to 0 or ``rounding_pct`` is negative.
+        If the counts add to 0, ``rounding_pct`` is negative, or a printed
+        percentage is not a finite number (NaN, inf); the message names the
+        rows.
 
     Notes
     -----
@@ -100,6 +106,22 @@ def check_table(table: pl.DataFrame, *, rounding_pct: float = 0.05) -> pl.DataFr
     )
     if rounding_pct < 0:
         msg = f"rounding_pct must be >= 0; got {rounding_pct!r}."
+        raise InvalidParameterError(msg)
+    pct = table["pct_printed"].cast(pl.Float64)
+    if bad := [
+        (row["component"], row.get("line_no"), row["pct_printed"])
+        for row, p in zip(table.iter_rows(named=True), pct, strict=True)
+        if p is not None and not math.isfinite(p)
+    ]:
+        where = ", ".join(
+            f"{comp!r}" + (f" (line {line})" if line is not None else "")
+            for comp, line, _ in bad[:5]
+        )
+        msg = (
+            f"check_table: the printed percentage of {where} is {bad[0][2]!r}, not "
+            "a finite number; type the value as printed (e.g. 30.1), or leave the "
+            "cell empty where the table prints none."
+        )
         raise InvalidParameterError(msg)
     total = int(table["interruption_count"].sum())
     if total <= 0:
@@ -165,6 +187,32 @@ def check_table(table: pl.DataFrame, *, rounding_pct: float = 0.05) -> pl.DataFr
             k,
             f"{cat}'s share by count is {n}/{total} = {100.0 * n / total:.1f} %, "
             f"its printed rows add to {p:.1f} %",
+        )
+    key = pl.col("component").str.strip_chars().str.to_lowercase()
+    lines = (
+        pl.col("line_no").cast(pl.String)
+        if "line_no" in table.columns
+        else (pl.int_range(pl.len()) + 1).cast(pl.String)
+    )
+    dups = (
+        table.with_columns(_key=key, _line=lines)
+        .group_by("_key", maintain_order=True)
+        .agg(pl.col("component").first(), n=pl.len(), where=pl.col("_line"))
+        .filter(pl.col("n") > 1)
+    )
+    unit = "lines" if "line_no" in table.columns else "rows"
+    for comp, n, where in dups.select("component", "n", "where").iter_rows():
+        findings.append(
+            {
+                "check": "duplicate",
+                "subject": comp,
+                "printed_pct": None,
+                "recomputed_pct": None,
+                "difference_pct": None,
+                "consistent": False,
+                "note": f"{comp} is on {n} rows ({unit} {', '.join(where)}): "
+                "typed twice? Both counts are in the total",
+            }
         )
     return pl.DataFrame(
         findings,

@@ -10,18 +10,20 @@ MTTF(N) = 1 / (N_nodes r_f). Every frame carries a ``basis`` column
 """
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import polars as pl
 
-from relkit.errors import InvalidParameterError
+from relkit.errors import InvalidParameterError, RelkitWarning
 from relkit.interruptions import INFRA_CAUSES
 from relkit.metrics import failure_rate_bounds, mtbf_bounds, mttf_at_scale_h
 from relkit.schema import require_columns
 
 __all__ = [
+    "MAX_GPUS",
     "NodeFailureRate",
     "job_mttf_by_size",
     "node_failure_rate",
@@ -29,12 +31,26 @@ __all__ = [
 ]
 
 
+#: Largest job size :func:`scale_projection` takes, GPUs: a thousand times
+#: the 100k-GPU clusters of 2024, far beyond any projection that means
+#: something, and safely inside 64-bit integers.
+MAX_GPUS = 100_000_000
+
+#: A node failure rate above this, per node-day, is more than one failure per
+#: node a day: most likely a rate per 1000 node-days given by mistake.
+_SUSPECT_RATE = 1.0
+
+
 def _gpus_list(gpus: int | Sequence[int]) -> list[int]:
     values = [gpus] if isinstance(gpus, int) else list(gpus)
     if not values or any(
-        isinstance(g, bool) or not isinstance(g, int) or g < 1 for g in values
+        isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= MAX_GPUS
+        for g in values
     ):
-        msg = f"gpus must be whole numbers >= 1, e.g. [1024, 16384]; got {gpus!r}."
+        msg = (
+            f"gpus must be whole numbers in [1, {MAX_GPUS:,}], e.g. [1024, 16384]; "
+            f"got {gpus!r}."
+        )
         raise InvalidParameterError(msg)
     return values
 
@@ -74,8 +90,15 @@ def scale_projection(
     ------
     InvalidParameterError
         If a rate is not finite and > 0 (``rate_lower`` may be 0), the bounds
-        do not bracket the rate, or a size or ``gpus_per_node`` is not a whole
-        number >= 1.
+        do not bracket the rate, a size is not a whole number in [1,
+        :data:`MAX_GPUS`], or ``gpus_per_node`` not a whole number >= 1.
+
+    Warns
+    -----
+    RelkitWarning
+        If ``failures_per_node_day`` is above 1 (more than one failure per
+        node a day): Kokolis et al. print rates per 1000 node-days (6.50 for
+        RSC-1), which this function takes divided by 1000 (6.5e-3).
 
     Notes
     -----
@@ -99,6 +122,17 @@ def scale_projection(
     [1.8029, 0.2254]
     """
     sizes = _gpus_list(gpus)
+    if (
+        isinstance(failures_per_node_day, int | float)
+        and failures_per_node_day > _SUSPECT_RATE
+    ):
+        msg = (
+            f"failures_per_node_day = {failures_per_node_day:g} is more than one "
+            "failure per node a day; the rate is per node-day. If "
+            f"{failures_per_node_day:g} is per 1000 node-days (as Kokolis et al. "
+            f"print it), pass {failures_per_node_day / 1000:g}."
+        )
+        warnings.warn(msg, RelkitWarning, stacklevel=2)
     if (
         isinstance(gpus_per_node, bool)
         or not isinstance(gpus_per_node, int)

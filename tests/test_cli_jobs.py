@@ -99,32 +99,30 @@ def test_interruptions_json_fields(
         "--format",
         "json",
     )
-    assert [r["job_id"] for r in json.loads(out)] == ["4106"]
+    # C08: 4106's requeue is "interrupted, cause unknown", not planned
+    assert json.loads(out) == []
 
 
 def test_rootcause_json_and_summary(
     c08_db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 5 §4: rows component, category, interruptions, pct; planned apart."""
+    """Issue 5 §4: rows component, category, interruptions, pct; planned apart.
+    C08 (cases/README.md): 4106's first attempt is "interrupted, cause
+    unknown": counted with the unexpected ones as "Cause unknown", never as
+    planned; with 4101, 4103, 4108_7 and 4122 that makes 5."""
     code, out, _ = run(capsys, "rootcause", "--db", c08_db, "--format", "json")
     assert code == 0
     rows = json.loads(out)
     assert list(rows[0]) == ["component", "category", "interruptions", "pct"]
     assert rows[0]["component"] == "Faulty GPU"
-    planned = [r for r in rows if r["category"] == "Planned"]
-    assert planned == [
-        {
-            "component": "Requeued, no failure logged",
-            "category": "Planned",
-            "interruptions": 1,
-            "pct": 100.0,
-        }
-    ]
+    assert [r for r in rows if r["category"] == "Planned"] == []
+    unknown = next(r for r in rows if r["component"] == "Cause unknown")
+    assert (unknown["category"], unknown["interruptions"]) == ("Unknown", 1)
     code, out, _ = run(
         capsys, "rootcause", "--db", c08_db, "--summary", "--format", "json"
     )
     summary = json.loads(out)
-    assert (summary["n_unexpected"], summary["n_planned"]) == (4, 1)
+    assert (summary["n_unexpected"], summary["n_planned"]) == (5, 0)
     code, out, _ = run(capsys, "rootcause", "--db", c08_db, "--job", "4101")
     assert code == 0
     assert "Node failure, no log signal" in out
@@ -198,6 +196,15 @@ def test_k8s_ingest_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
         (["scale", "--gpus", "8"], "give the node failure rate"),
         (["scale", "--failure-rate", "0.0065", "--gpus", "8,x"], "whole numbers"),
         (["check-table", "/no/such.csv"], "no such file"),
+        # review of issue 5: a range message, not exit 3; no empty item
+        (
+            ["scale", "--failure-rate", "0.0065", "--gpus", "99999999999999999999"],
+            "give whole numbers in [1, 100,000,000]",
+        ),
+        (
+            ["scale", "--failure-rate", "0.0065", "--gpus", "1024,,2048"],
+            "an empty item between commas",
+        ),
     ],
 )
 def test_errors_exit_1(
@@ -222,3 +229,43 @@ def test_ingest_without_tz_and_empty_store(
     code, _, err = run(capsys, "rootcause", "--db", db, "--job", "nope")
     assert code == 1
     assert "no such job" in err
+
+
+def test_scale_warns_of_a_rate_per_1000_node_days(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Kokolis et al. print r_f per 1000 node-days (6.50 for RSC-1); --failure-rate
+    is per node-day. 6.5 (a node failing 6.5 times a day) is projected, but with
+    a warning naming 0.0065."""
+    code, _, err = run(capsys, "scale", "--failure-rate", "6.5", "--gpus", "1024")
+    assert code == 0
+    assert "warning: failures_per_node_day = 6.5" in err
+    assert "pass 0.0065" in err
+    code, _, err = run(capsys, "scale", "--failure-rate", "0.0065", "--gpus", "1024")
+    assert "warning" not in err
+
+
+def test_check_table_strict_nan_and_duplicates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Our contract: check-table reports and exits 0; --strict exits 1 on any
+    finding (Llama 3 Table 5 has 3, datasets/paper-tables/PROVENANCE.md). A
+    NaN or inf percentage is refused; a component typed twice is a finding."""
+    path = str(relkit.datasets.path("llama3_table5"))
+    code, _, err = run(capsys, "check-table", path, "--strict")
+    assert code == 1
+    assert "3 finding(s)" in err
+    nan = tmp_path / "nan.csv"
+    nan.write_text("component,category,count,pct\nGPU,GPU,3,nan\nNIC,Host,1,25\n")
+    code, _, err = run(capsys, "check-table", str(nan))
+    assert code == 1
+    assert "'GPU' (line 2) is nan, not a finite number" in err
+    dup = tmp_path / "dup.csv"
+    dup.write_text("component,category,count,pct\nGPU,GPU,3,75\nGPU,GPU,1,25\n")
+    code, out, _ = run(capsys, "check-table", str(dup), "--format", "json")
+    assert code == 0
+    bad = [r for r in json.loads(out) if not r["consistent"]]
+    assert [(r["check"], r["subject"]) for r in bad] == [("duplicate", "GPU")]
+    assert "lines 2, 3" in bad[0]["note"]
+    code, _, _ = run(capsys, "check-table", str(dup), "--strict")
+    assert code == 1

@@ -83,3 +83,39 @@ def test_prop_order_kept_across_items() -> None:
         "c5d1",
         "c5d2",
     ]
+
+
+def test_repeated_hosts_kept_once_and_counted() -> None:
+    """Review of issue 5: ``gpu[001-002],gpu001`` names 2 hosts; the repeat is
+    dropped where it repeats, and counted."""
+    from relkit.ingest._hostlist import expand_hostlists_counted
+
+    assert expand_hostlist("gpu[001-002],gpu001") == ["gpu001", "gpu002"]
+    hosts, _, repeats = expand_hostlists_counted(
+        pl.Series(["gpu[001-002],gpu001", "g[1-3,2-4]", "x"])
+    )
+    assert repeats.to_list() == [1, 2, 0]
+    assert hosts.filter(index=1)["host"].to_list() == ["g1", "g2", "g3", "g4"]
+
+
+def test_expansion_capped_by_nnodes_and_max_hosts() -> None:
+    """Review of issue 5 (h/huge.psv: 30 x ``gpu[1-999999]`` took 3.3 GB): a
+    list naming more hosts than its record's NNodes, or than MAX_HOSTS
+    (100,000), is an error, refused before it expands past twice the limit."""
+    from relkit.ingest._hostlist import MAX_HOSTS, expand_hostlists
+
+    hosts, errors = expand_hostlists(
+        pl.Series(["gpu[1-999999]", "gpu[1-999999]", "gpu[1-4]", "gpu[1-4]"]),
+        max_hosts=pl.Series([None, 2, 4, 3]),
+    )
+    assert MAX_HOSTS == 100_000
+    assert "at least 999,999 hosts, more than relkit's limit of 100,000" in errors[0]
+    assert "more than the record's NNodes = 2" in errors[1]
+    assert errors[2] is None
+    assert (
+        errors[3]
+        == "host list 'gpu[1-4]' names 4 hosts, more than the record's NNodes = 3"
+    )
+    assert hosts["index"].unique().to_list() == [2]
+    with pytest.raises(InvalidParameterError, match="100,000"):
+        expand_hostlist("gpu[1-200000]")

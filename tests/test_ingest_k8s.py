@@ -66,12 +66,14 @@ def test_ref_c13_train_d_pending(c13: pl.DataFrame) -> None:
 
 def test_ref_c13_train_e_backoff_not_a_fourth_failure(c13: pl.DataFrame) -> None:
     """C13: train-e has 3 pod failures (cause unknown) and 1 job-level terminal
-    state; BackoffLimitExceeded is not a 4th failure."""
+    state; BackoffLimitExceeded is not a 4th failure. The job-level row is
+    attempt 0 (review of issue 5: never a null attempt)."""
     e = c13.filter(job_id="train-e")
-    attempts = e.filter(pl.col("attempt").is_not_null())
+    attempts = e.filter(pl.col("attempt") >= 1)
     assert attempts["state"].to_list() == ["FAILED"] * 3
     assert attempts["exit_code"].to_list() == [None] * 3
-    job = e.filter(pl.col("attempt").is_null()).row(0, named=True)
+    assert e["attempt"].null_count() == 0
+    job = e.filter(attempt=0).row(0, named=True)
     assert (job["state"], job["reason"]) == ("FAILED", "BackoffLimitExceeded")
 
 
@@ -118,3 +120,160 @@ def test_other_kinds_ignored_and_bad_json(tmp_path: Path) -> None:
     bad.write_text('{"kind": "List", "items": [')
     with pytest.raises(IngestError, match="not valid JSON"):
         read_k8s(Store(":memory:"), bad)
+
+
+# -- the break-it review of issue 5 ---------------------------------------------------
+def _pod(name: str, status: dict, **spec: object) -> dict:
+    return {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml", "labels": {"job-name": name}},
+        "spec": {"nodeName": "gpu005", **spec},
+        "status": status,
+    }
+
+
+def _read(tmp_path: Path, *items: dict, **kw: object) -> Store:
+    f = tmp_path / "pods.json"
+    f.write_text(json.dumps({"kind": "List", "items": list(items)}))
+    store = Store(":memory:")
+    read_k8s(store, f, snapshot_ts=SNAPSHOT, **kw)
+    return store
+
+
+def _terminated(code: int, reason: str, start: str, end: str) -> dict:
+    return {
+        "terminated": {
+            "exitCode": code,
+            "reason": reason,
+            "startedAt": start,
+            "finishedAt": end,
+        }
+    }
+
+
+def test_evicted_for_node_pressure_is_infrastructure(tmp_path: Path) -> None:
+    """Review repro k/ev.json. Kubernetes "Node-pressure Eviction": the kubelet
+    evicts pods when the node runs low on memory, disk or PIDs, with the
+    message "The node was low on resource: ..."; without a DisruptionTarget
+    condition (before 1.26) the pod was blamed on the user. It is NODE_FAIL
+    (infrastructure); exceeding the pod's own storage limit stays the user's."""
+    status = {
+        "phase": "Failed",
+        "reason": "Evicted",
+        "message": "The node was low on resource: ephemeral-storage.",
+        "startTime": "2025-07-01T08:00:00Z",
+        "containerStatuses": [
+            {
+                "name": "c",
+                "restartCount": 0,
+                "state": _terminated(
+                    137, "Error", "2025-07-01T08:00:05Z", "2025-07-01T10:00:05Z"
+                ),
+            }
+        ],
+    }
+    own = status | {
+        "message": "Pod ephemeral local storage usage exceeds the total limit of "
+        "containers 10Gi."
+    }
+    store = _read(tmp_path, _pod("ev", status), _pod("own", own))
+    jobs = store.table("jobs").sort("job_id")
+    assert jobs.select("job_id", "state", "flags").rows() == [
+        ("ev", "NODE_FAIL", "evicted_node_pressure"),
+        ("own", "FAILED", "evicted_own_limit"),
+    ]
+    attempts = build_job_attempts(jobs, store.table("job_nodes"))
+    causes = build_interruptions(attempts, pl.DataFrame()).sort("job_id")
+    assert causes["cause"].to_list() == ["infrastructure", "user"]
+
+
+def test_multi_container_pod_keeps_each_termination(tmp_path: Path) -> None:
+    """Review repro (k/hostile.json twoctr-0): container a restarted once after
+    OOMKilled, b twice (last Error). Each restart ended a run of the pod: 1
+    run of unknown cause, the OOM (a), the Error (b), then the running pod;
+    the OOM is no longer lost under b's restarts."""
+    status = {
+        "phase": "Running",
+        "startTime": "2025-07-01T08:00:00Z",
+        "containerStatuses": [
+            {
+                "name": "a",
+                "restartCount": 1,
+                "state": {"running": {"startedAt": "2025-07-01T09:00:00Z"}},
+                "lastState": _terminated(
+                    137, "OOMKilled", "2025-07-01T08:00:00Z", "2025-07-01T08:59:00Z"
+                ),
+            },
+            {
+                "name": "b",
+                "restartCount": 2,
+                "state": {"running": {"startedAt": "2025-07-01T10:00:00Z"}},
+                "lastState": _terminated(
+                    1, "Error", "2025-07-01T09:00:00Z", "2025-07-01T09:59:00Z"
+                ),
+            },
+        ],
+    }
+    jobs = _read(tmp_path, _pod("two", status)).table("jobs")
+    assert jobs.select("attempt", "state", "reason", "flags").rows() == [
+        (1, "FAILED", None, "cause_not_in_record,container=b,start_from_pod_start"),
+        (2, "OUT_OF_MEMORY", "OOMKilled", "container=a"),
+        (3, "FAILED", "Error", "container=b"),
+        (4, "RUNNING", None, None),
+    ]
+    assert jobs["elapsed_s"][3] == 6 * 3600.0  # 10:00 to the 16:00 snapshot
+
+
+def test_no_negative_duration_and_no_silent_gaps(tmp_path: Path) -> None:
+    """Review repro (k/hostile.json): finishedAt before startedAt is rejected
+    (never end < start); a negative restartCount is rejected; a pod without
+    status is flagged ``no_status``; the others load."""
+    neg = _pod(
+        "neg",
+        {
+            "phase": "Failed",
+            "containerStatuses": [
+                {
+                    "name": "c",
+                    "restartCount": 0,
+                    "state": _terminated(
+                        1, "Error", "2025-07-01T09:00:00Z", "2025-07-01T08:00:00Z"
+                    ),
+                }
+            ],
+        },
+    )
+    minus = _pod(
+        "minus",
+        {
+            "phase": "Running",
+            "containerStatuses": [
+                {"name": "c", "restartCount": -1, "state": {"running": {}}}
+            ],
+        },
+    )
+    bare = {"kind": "Pod", "metadata": {"name": "bare"}, "spec": {}}
+    store = _read(tmp_path, neg, minus, bare)
+    reasons = store.table("rejects")["reason"].to_list()
+    assert "finishedAt 2025-07-01T08:00:00+00:00 is before" in reasons[0]
+    assert "restartCount -1" in reasons[1]
+    assert store.table("jobs").select("job_id", "state", "flags").rows() == [
+        ("bare", None, "no_status")
+    ]
+
+
+def test_pseudonymized_rejects_hold_no_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review (privacy) repro p/kp.json: with --pseudonymize, a rejected pod's
+    raw JSON (labels, annotations, service account) and its reason named the
+    user. Now both use the pseudonym and keep no other field."""
+    monkeypatch.setenv("RELKIT_PSEUDONYM_KEY", "k" * 32)
+    pod = _pod("alice-bad-0", {"phase": "Succeeded", "startTime": "bad"})
+    pod["metadata"]["namespace"] = "user-alice"
+    pod["metadata"]["annotations"] = {"owner": "alice"}
+    store = _read(tmp_path, pod, pseudonymize=True)
+    rejects = store.table("rejects")
+    assert "alice" not in str(rejects.rows())
+    assert rejects["reason"][0].startswith("Pod job-")
+    assert json.loads(rejects["raw"][0])["metadata"]["name"].startswith("job-")

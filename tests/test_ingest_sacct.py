@@ -360,3 +360,304 @@ def test_pseudonymize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     s2 = Store(":memory:")
     read_sacct(s2, a, pseudonymize=True, pseudonym_key_file=key)
     assert s2.table("jobs")["user"][0].startswith("user-")
+
+
+# -- the break-it review of issue 5 ---------------------------------------------------
+HEAD = (
+    "JobID|JobIDRaw|JobName|User|Partition|State|ExitCode|Submit|Start|End|"
+    "Elapsed|NNodes|AllocTRES|NodeList"
+)
+
+
+def _row(job: str, name: str = "j", user: str = "alice", **kw: str) -> str:
+    f = {
+        "state": "COMPLETED",
+        "start": "2025-02-01T09:00:05",
+        "end": "2025-02-01T10:00:05",
+        "elapsed": "01:00:00",
+        "nnodes": "1",
+        "tres": "gres/gpu=8",
+        "nodes": "gpu001",
+    } | kw
+    return (
+        f"{job}|{job}|{name}|{user}|gpu|{f['state']}|0:0|2025-02-01T09:00:00|"
+        f"{f['start']}|{f['end']}|{f['elapsed']}|{f['nnodes']}|{f['tres']}|"
+        f"{f['nodes']}"
+    )
+
+
+def test_ref_c08_dump_twice_counts_each_record_once(tmp_path: Path) -> None:
+    """C08 (cases/README.md: 21 rows, 15 allocation rows, 6 steps; 4106 is one
+    job with 2 attempts) appended to itself: the second copy's header and 21
+    records are ignored as repeats, never attempts 3 and 4 of 4106."""
+    f = tmp_path / "twice.psv"
+    f.write_bytes(C08.read_bytes() * 2)
+    store = Store(":memory:")
+    result = read_sacct(store, f, tz="UTC")
+    assert (result.n_lines, result.n_loaded, result.n_ignored) == (43, 21, 22)
+    ignored = dict(store.table("ignored").select("reason", "n_lines").rows())
+    assert ignored == {"repeated_header": 1, "duplicate_record": 21}
+    jobs = store.table("jobs")
+    assert jobs.height == 15
+    assert jobs.filter(job_id="4106")["attempt"].to_list() == [1, 2]
+
+
+def test_identical_line_is_one_record_requeue_stays_two(tmp_path: Path) -> None:
+    """Review repro h/duprec.psv: the same NODE_FAIL line twice is one attempt
+    (ignored 'duplicate_record'); a requeued record (same JobID, another
+    Start) stays attempt 2 (C08's rule for requeues)."""
+    f = tmp_path / "dup.psv"
+    requeued = _row("7001", start="2025-02-01T10:05:00", end="2025-02-01T11:05:00")
+    f.write_text("\n".join([HEAD, _row("7001"), _row("7001"), requeued]) + "\n")
+    store = Store(":memory:")
+    result = read_sacct(store, f, tz="UTC")
+    assert (result.n_loaded, result.n_ignored, result.n_rejected) == (2, 1, 0)
+    assert store.table("jobs")["attempt"].to_list() == [1, 2]
+
+
+def test_new_header_switches_the_column_layout(tmp_path: Path) -> None:
+    """Review repro h/duphdr2.psv: two dumps concatenated, the second with User
+    and JobName swapped. The lines after a header are read with that header:
+    job 7002 is user bob, job name myjob (not user=myjob)."""
+    f = tmp_path / "two.psv"
+    swapped = HEAD.replace("JobName|User", "User|JobName")
+    f.write_text(
+        "\n".join([HEAD, _row("7001"), swapped, _row("7002", "bob", "myjob")]) + "\n"
+    )
+    store = Store(":memory:")
+    result = read_sacct(store, f, tz="UTC")
+    assert (result.n_loaded, result.n_ignored, result.n_rejected) == (2, 1, 0)
+    rows = store.table("jobs").select("job_id", "user", "name").rows()
+    assert rows == [("7001", "alice", "j"), ("7002", "bob", "myjob")]
+    assert store.table("ignored")["reason"].to_list() == ["new_header"]
+
+
+def test_repeated_header_with_bom_is_a_header(tmp_path: Path) -> None:
+    """Review repro h/bom2.psv: two CRLF dumps with a BOM each, cat'ed. The
+    second BOM'd header is a header (not 'malformed JobID'); its record repeats
+    the first."""
+    f = tmp_path / "bom.psv"
+    one = ("\ufeff" + HEAD + "\r\n" + _row("7001") + "\r\n").encode()
+    f.write_bytes(one * 2)
+    store = Store(":memory:")
+    result = read_sacct(store, f, tz="UTC")
+    assert (result.n_loaded, result.n_ignored, result.n_rejected) == (1, 2, 0)
+
+
+def test_later_header_naming_a_column_twice_rejects_its_lines(
+    tmp_path: Path,
+) -> None:
+    """Our rule: lines under a header that cannot be read are rejected with
+    the reason, never parsed with the first header's layout."""
+    f = tmp_path / "bad.psv"
+    f.write_text("JobID|State\n1|COMPLETED\nJobID|State|State\n2|FAILED|FAILED\n")
+    store = Store(":memory:")
+    result = read_sacct(store, f)
+    assert (result.n_loaded, result.n_rejected, result.n_ignored) == (1, 1, 1)
+    assert "names column(s) ['state'] twice" in store.table("rejects")["reason"][0]
+
+
+def test_non_utf8_byte_loads_the_line_flagged(tmp_path: Path) -> None:
+    """Review repro h/latin1.psv: one Latin-1 byte in a JobName refused the
+    whole file. Now the line loads, the byte replaced (U+FFFD) and the row
+    flagged; the other lines are untouched."""
+    f = tmp_path / "latin1.psv"
+    f.write_bytes(
+        (HEAD + "\n").encode()
+        + _row("7001", "caf\udce9", "alice").encode("utf-8", "surrogateescape")
+        + b"\n"
+        + (_row("7002") + "\n").encode()
+    )
+    store = Store(":memory:")
+    result = read_sacct(store, f, tz="UTC")
+    assert (result.n_loaded, result.n_rejected) == (2, 0)
+    jobs = store.table("jobs")
+    assert jobs["name"].to_list() == ["caf\ufffd", "j"]
+    assert jobs["flags"].to_list() == ["invalid_utf8_replaced", None]
+
+
+def test_ref_dst_gap_resolved_by_elapsed(tmp_path: Path) -> None:
+    """tz database: America/Denver skips 02:00-03:00 on 2025-03-09 (MST -7 to
+    MDT -6); Europe/Berlin 02:00-03:00 on 2025-03-30 (CET +1 to CEST +2).
+    Denver Start 02:30 (never happened), End 03:30 MDT = 09:30Z, Elapsed 1 h:
+    Start = End - Elapsed = 08:30Z. Berlin Start 01:30 CET = 00:30Z, End 02:30
+    (never happened), Elapsed 30 min: End = Start + Elapsed = 01:00Z. Either
+    way End - Start = Elapsed, never 0 s or 3600 s (review repro)."""
+    den, ber = tmp_path / "den.psv", tmp_path / "ber.psv"
+    den.write_text(
+        "JobID|State|Start|End|Elapsed\n"
+        "8003|COMPLETED|2025-03-09T02:30:00|2025-03-09T03:30:00|01:00:00\n"
+    )
+    ber.write_text(
+        "JobID|State|Start|End|Elapsed\n"
+        "8102|COMPLETED|2025-03-30T01:30:00|2025-03-30T02:30:00|00:30:00\n"
+    )
+    store = Store(":memory:")
+    read_sacct(store, den, tz="America/Denver")
+    read_sacct(store, ber, tz="Europe/Berlin")
+    rows = store.table("jobs").select("job_id", "start_ts", "end_ts", "flags").rows()
+    assert rows == [
+        (
+            "8003",
+            utc(2025, 3, 9, 8, 30),
+            utc(2025, 3, 9, 9, 30),
+            "dst_nonexistent_start,dst_resolved_by_elapsed",
+        ),
+        (
+            "8102",
+            utc(2025, 3, 30, 0, 30),
+            utc(2025, 3, 30, 1, 0),
+            "dst_nonexistent_end,end_from_elapsed",
+        ),
+    ]
+
+
+def test_elapsed_mismatch_flagged_not_accepted(tmp_path: Path) -> None:
+    """Review repro (Denver 8006): Start 05:00, End 06:00 and Elapsed 05:00:00
+    disagree by 4 h, which no DST reading explains: flagged
+    ``elapsed_mismatch``, times kept (Slurm's Elapsed leaves out suspended
+    time, so this is not rejected)."""
+    f = tmp_path / "m.psv"
+    f.write_text(
+        "JobID|State|Start|End|Elapsed\n"
+        "8006|COMPLETED|2025-02-01T05:00:00|2025-02-01T06:00:00|05:00:00\n"
+        "8007|COMPLETED|2025-02-01T05:00:00|2025-02-01T06:00:00|01:00:00\n"
+    )
+    store = Store(":memory:")
+    read_sacct(store, f, tz="America/Denver")
+    assert store.table("jobs")["flags"].to_list() == ["elapsed_mismatch", None]
+
+
+def test_hostlist_blow_up_rejected_before_expansion(tmp_path: Path) -> None:
+    """Review repro h/huge.psv: ``gpu[1-999999]`` on 30 lines took 3.3 GB. A
+    list naming more hosts than NNodes, or than MAX_HOSTS (100,000) without
+    NNodes, is rejected with the line and reason; nothing is expanded."""
+    f = tmp_path / "huge.psv"
+    lines = [HEAD]
+    lines += [_row(str(9000 + i), nnodes="2", nodes="gpu[1-999999]") for i in range(30)]
+    lines.append(_row("9100", nnodes="", nodes="gpu[1-999999]"))
+    lines.append(_row("9101", nnodes="2", nodes="gpu[1-3]"))
+    f.write_text("\n".join(lines) + "\n")
+    store = Store(":memory:")
+    result = read_sacct(store, f, tz="UTC")
+    assert (result.n_loaded, result.n_rejected) == (0, 32)
+    reasons = store.table("rejects")["reason"].to_list()
+    assert "more than the record's NNodes = 2" in reasons[0]
+    assert "more than relkit's limit of 100,000 hosts" in reasons[30]
+    assert "names 3 hosts, more than the record's NNodes = 2" in reasons[31]
+    assert store.table("job_nodes").height == 0
+
+
+def test_review_misc_fields(tmp_path: Path) -> None:
+    """Review repro h/misc.psv: an unknown state is flagged (kept: attribution
+    treats it as unexpected), a negative GPU count rejects the line, a step
+    whose job is not in the file is rejected, and a host named twice is kept
+    once (flagged)."""
+    f = tmp_path / "misc.psv"
+    f.write_text(
+        "\n".join(
+            [
+                HEAD,
+                _row("7011", state="WEIRD_STATE"),
+                _row("7012", tres="billing=8,gres/gpu=-8"),
+                _row("9999.batch", nodes="gpu004"),
+                _row("7014", nnodes="2", nodes="gpu[001-002],gpu001"),
+            ]
+        )
+        + "\n"
+    )
+    store = Store(":memory:")
+    result = read_sacct(store, f, tz="UTC")
+    assert (result.n_loaded, result.n_rejected) == (2, 2)
+    jobs = store.table("jobs")
+    assert jobs.select("job_id", "flags").rows() == [
+        ("7011", "unknown_state"),
+        ("7014", "nodelist_repeats_hosts"),
+    ]
+    reasons = store.table("rejects")["reason"].to_list()
+    assert "GPU count '-8'" in reasons[0]
+    assert (
+        "step 9999.batch of job 9999, whose allocation row is not above" in (reasons[1])
+    )
+    hosts = store.table("job_nodes").filter(job_id="7014")["host"].to_list()
+    assert hosts == ["gpu001", "gpu002"]
+
+
+def test_pseudonymize_keeps_no_raw_name_in_rejects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review (privacy): with --pseudonymize, rejects.raw held the whole raw
+    line. Now its user and job name are the same pseudonyms as in ``jobs``;
+    a line whose fields cannot be told apart (a '|' in a name) is withheld."""
+    monkeypatch.setenv("RELKIT_PSEUDONYM_KEY", "k" * 32)
+    f = tmp_path / "p.psv"
+    f.write_text(
+        "\n".join(
+            [
+                HEAD,
+                _row("7001", "secretproj", "alice", state="NODE_FAIL"),
+                _row("7002", "alice_llm", "alice", elapsed="-1:00"),
+                _row("7003", "a|b", "alice"),
+            ]
+        )
+        + "\n"
+    )
+    store = Store(":memory:")
+    assert read_sacct(store, f, tz="UTC", pseudonymize=True).n_rejected == 2
+    rejects = store.table("rejects")
+    text = str(rejects.rows()) + str(store.table("jobs").rows())
+    assert "alice" not in text
+    assert "secretproj" not in text
+    user = store.table("jobs")["user"][0]
+    assert f"|{user}|gpu|" in rejects["raw"][0]
+    assert rejects["raw"][1].startswith("(raw line withheld")
+
+
+def test_skip_note_says_earlier_ingest_was_not_pseudonymized(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review (privacy): re-ingesting with --pseudonymize a file loaded without
+    it is skipped (same bytes); the note must say raw names are in the store
+    and how to replace them."""
+    monkeypatch.setenv("RELKIT_PSEUDONYM_KEY", "k" * 32)
+    f = tmp_path / "a.psv"
+    f.write_text(f"{HEAD}\n{_row('7001')}\n")
+    store = Store(":memory:")
+    read_sacct(store, f, tz="UTC")
+    again = read_sacct(store, f, tz="UTC", pseudonymize=True)
+    assert again.skipped
+    assert "WITHOUT pseudonymization" in again.note
+    assert "--replace --pseudonymize" in again.note
+    read_sacct(store, f, tz="UTC", pseudonymize=True, replace=True)
+    assert store.table("jobs")["user"][0].startswith("user-")
+
+
+def test_padded_fields_stripped_and_blank_lines_keep_numbers(tmp_path: Path) -> None:
+    """Our reader: white space around a field is not part of the value (a
+    hand-aligned dump), inside one it is ("CANCELLED by 1001"); blank lines
+    keep the physical line numbers of the lines after them."""
+    f = tmp_path / "pad.psv"
+    f.write_text(
+        "JobID | State | Elapsed\n\n1 | CANCELLED by 1001 | 01:00:00\n\n2|BAD STATE|\n"
+    )
+    store = Store(":memory:")
+    result = read_sacct(store, f)
+    assert (result.n_loaded, result.n_rejected) == (1, 1)
+    row = store.table("jobs").row(0, named=True)
+    assert (row["line_no"], row["state"], row["cancelled_by_uid"]) == (
+        3,
+        "CANCELLED",
+        "1001",
+    )
+    rej = store.table("rejects").row(0, named=True)
+    assert (rej["line_no"], rej["reason"]) == (5, "unparseable State: 'BAD STATE'")
+
+
+def test_header_only_dump_loads_nothing(tmp_path: Path) -> None:
+    """vcell PR #1913 (cited in C08): sacct prints a header even when no job
+    matches; that is an empty result, not an error (review repro
+    h/headeronly.psv exited 3)."""
+    f = tmp_path / "h.psv"
+    f.write_text(HEAD + "\n")
+    result = read_sacct(Store(":memory:"), f, tz="UTC")
+    assert (result.n_lines, result.n_loaded, result.n_rejected) == (0, 0, 0)

@@ -53,7 +53,9 @@ def test_ref_c08_logical_jobs(c08: tuple[pl.DataFrame, pl.DataFrame]) -> None:
 def test_ref_c08_attribution(c08: tuple[pl.DataFrame, pl.DataFrame]) -> None:
     """C08 'Attribution': infra 4101 NODE_FAIL (17:15:30 x 8 = 138.07 node-h)
     and 4122 BOOT_FAIL (0 s); 4106's first attempt interrupted, cause unknown
-    (6:22:00 x 4 = 25.47 node-h); user/app 4103 OOM and 4108_7 FAILED; policy
+    (6:22:00 x 4 = 25.47 node-h; an interruption, not a planned one: nothing
+    in the record says the requeue was deliberate); user/app 4103 OOM and
+    4108_7 FAILED; policy
     4104 TIMEOUT; scheduler 4105 PREEMPTED; 4102 a user action, not a failure;
     4107 and the pending range no interruptions."""
     _, iv = c08
@@ -73,6 +75,7 @@ def test_ref_c08_attribution(c08: tuple[pl.DataFrame, pl.DataFrame]) -> None:
     assert by_job["4122"]["cause"] == "infrastructure"
     assert by_job["4122"]["lost_node_h"] == 0.0
     assert (by_job["4106"]["attempt"], by_job["4106"]["cause"]) == (1, "unknown")
+    assert by_job["4106"]["kind"] == "unexpected"
     assert by_job["4106"]["lost_node_h"] == pytest.approx(25.47, abs=0.005)
     assert by_job["4103"]["cause"] == by_job["4108_7"]["cause"] == "user"
     assert by_job["4104"]["cause"] == "policy"
@@ -183,20 +186,29 @@ def test_boot_fail_matched_before_start() -> None:
     assert build_interruptions(att, inc)["cause"].to_list() == ["hardware"]
 
 
-def test_requeued_planned_unless_a_failure_is_logged() -> None:
-    """REQUEUED with no failure logged is planned (cause unknown); with one, it
-    is an unexpected interruption of that cause."""
+def test_requeued_planned_only_with_a_sign_of_a_deliberate_requeue() -> None:
+    """REQUEUED with no failure logged is planned only when its steps were
+    cancelled and none failed (``steps_cancelled``, as ``scontrol requeue``
+    leaves them); without that sign it is "interrupted, cause unknown"
+    (cases/README.md C08, 4106); with a failure logged, it is an unexpected
+    interruption of that cause."""
     att = pl.DataFrame(
         [
             _attempt("p", "REQUEUED", 0, 5, ["n1"], exit_code="0:0"),
             _attempt("q", "REQUEUED", 0, 5, ["n2"], exit_code="0:0"),
+            _attempt("r", "REQUEUED", 0, 5, ["n3"], exit_code="0:0"),
+            _attempt("s", "REQUEUED", 0, 5, ["n4"], exit_code="0:0"),
         ]
+    ).with_columns(
+        flags=pl.Series(["steps_cancelled", "steps_cancelled", None, "steps_failed"])
     )
     inc = pl.DataFrame([_incident("n2", 5 - 1 / 60, "network/link_down", "network")])
     iv = build_interruptions(att, inc).sort("job_id")
-    assert iv.select("cause", "kind").rows() == [
-        ("unknown", "planned"),
-        ("network", "unexpected"),
+    assert iv.select("job_id", "cause", "kind").rows() == [
+        ("p", "unknown", "planned"),
+        ("q", "network", "unexpected"),
+        ("r", "unknown", "unexpected"),
+        ("s", "unknown", "unexpected"),
     ]
 
 
@@ -370,3 +382,99 @@ def test_recover_llama3_root_causes_54_days(tmp_path: Path) -> None:
     """The whole llama3-54d preset (Table 5 of arXiv:2407.21783 as rates)."""
     store, truth = _simulate_and_ingest(tmp_path, days=54, seed=1)
     _check_recovery(store, truth)
+
+
+# -- the break-it review of issue 5 ---------------------------------------------------
+def test_ref_nccl_watchdog_delay_is_inside_the_default_window() -> None:
+    """PyTorch ProcessGroupNCCL (``ProcessGroupNCCL.hpp``): a hung collective is
+    aborted after the process-group timeout, 10 min since PyTorch 2.2 and 30
+    min before (and where set explicitly); a stuck watchdog is killed by the
+    heartbeat monitor (``TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC``, 480 s); then
+    Slurm tears down. Review repro: an Xid 79 40 min before a FAILED end was
+    blamed on the user. With the default 45 min it is hardware; an incident
+    7 h before the end (the job went on) is still not blamed."""
+    att = pl.DataFrame(
+        [
+            _attempt("x", "FAILED", 0, 10, ["n1"]),
+            _attempt("y", "FAILED", 0, 10, ["n2"]),
+        ]
+    )
+    inc = pl.DataFrame(
+        [
+            _incident("n1", 10 - 40 / 60, "gpu/fallen_off_bus"),
+            _incident("n2", 3, "gpu/fallen_off_bus"),
+        ]
+    )
+    iv = build_interruptions(att, inc).sort("job_id")
+    assert iv.select("job_id", "cause", "failure_mode").rows() == [
+        ("x", "hardware", "gpu/fallen_off_bus"),
+        ("y", "user", None),
+    ]
+    narrow = build_interruptions(att, inc, slack_min=15).sort("job_id")
+    assert narrow["cause"].to_list() == ["user", "user"]
+
+
+def test_incident_before_the_attempt_started_does_not_end_it() -> None:
+    """Simulator, llama3-54d seed 1 (54 days): an NCCL watchdog incident ended
+    job 1223 at 22:11:01 on gpu1224; job 1224 started on the same nodes at
+    22:12:01 and ended 19 min later of silent data corruption. With any
+    slack of 25 min or more the window reached back to the incident and
+    blamed it for 1224 too; the window now starts at the attempt's start
+    (launch failures excepted)."""
+    att = pl.DataFrame(
+        [
+            _attempt("1223", "FAILED", 0, 10, ["n1"]),
+            _attempt("1224", "FAILED", 10 + 1 / 60, 10 + 20 / 60, ["n1"]),
+            _attempt("bf", "BOOT_FAIL", 20, 20, ["n2"]),
+        ]
+    )
+    inc = pl.DataFrame(
+        [
+            _incident("n1", 10, "network/nccl_watchdog", "network"),
+            _incident("n2", 20 - 5 / 60, "gpu/fallen_off_bus"),
+        ]
+    )
+    iv = build_interruptions(att, inc).sort("job_id")
+    assert iv.select("job_id", "cause").rows() == [
+        ("1223", "network"),
+        ("1224", "user"),
+        ("bf", "hardware"),
+    ]
+
+
+def test_overlapping_daily_dumps_count_a_job_once(tmp_path: Path) -> None:
+    """Review repro a/day1.psv, a/day2.psv: ``sacct -S/-E`` dumps of two days
+    both hold job 9001 (it ran across midnight). It is one interruption, not
+    two, even though the second dump has a Partition column more; a requeued
+    attempt of 9002 (another Start) in the second file stays an attempt of its
+    own."""
+    head = "JobID|State|ExitCode|Start|End|Elapsed|NNodes|NodeList"
+    fail = (
+        "9001|NODE_FAIL|1:0|2025-03-01T00:00:00|2025-03-01T12:00:00|12:00:00|2|g[1-2]"
+    )
+    req1 = "9002|REQUEUED|0:0|2025-03-01T00:00:00|2025-03-01T01:00:00|01:00:00|1|g3"
+    req2 = "9002|FAILED|1:0|2025-03-01T02:00:00|2025-03-01T03:00:00|01:00:00|1|g3"
+    day1, day2 = tmp_path / "day1.psv", tmp_path / "day2.psv"
+    day1.write_text(f"{head}\n{fail}\n{req1}\n")
+    # the second dump has one more column: the records are still the same
+    day2.write_text(
+        "\n".join(
+            [f"{head}|Partition", f"{fail}|gpu", f"{req1}|gpu", f"{req2}|gpu", ""]
+        )
+    )
+    store = Store(":memory:")
+    read_sacct(store, day1, tz="UTC")
+    read_sacct(store, day2, tz="UTC")
+    jobs, nodes = store.table("jobs"), store.table("job_nodes")
+    assert job_table(jobs, nodes).select("job_id", "state").rows() == [
+        ("9001", "NODE_FAIL"),
+        ("9002", "REQUEUED"),
+        ("9002", "FAILED"),
+    ]
+    _, iv = job_interruptions(jobs, nodes, store.table("events"))
+    assert sorted(iv.select("job_id", "state").rows()) == [
+        ("9001", "NODE_FAIL"),
+        ("9002", "FAILED"),
+        ("9002", "REQUEUED"),
+    ]
+    assert root_cause_table(iv).filter(kind="unexpected")["interruptions"].sum() == 3

@@ -96,3 +96,23 @@ def test_failure_share_from_attempts() -> None:
     assert row["failed_frac"] == 0.5
     assert row["failed_gpu_time_frac"] == pytest.approx(2 / 10)
     assert failure_share(att, by="partition")["partition"].to_list() == ["a", "b"]
+
+
+def test_check_table_refuses_non_finite_and_flags_duplicates() -> None:
+    """Review of issue 5: NaN and inf are no printed percentages (refused with
+    the row named); a component on two rows is a finding, never consistent."""
+    from relkit.errors import InvalidParameterError
+
+    t = pl.DataFrame(
+        {
+            "component": ["a", "b"],
+            "category": ["X", "X"],
+            "interruption_count": [3, 1],
+            "pct_printed": [float("inf"), 25.0],
+        }
+    )
+    with pytest.raises(InvalidParameterError, match="'a' is inf, not a finite"):
+        check_table(t)
+    dup = t.with_columns(component=pl.lit("a"), pct_printed=pl.Series([75.0, 25.0]))
+    out = check_table(dup).filter(check="duplicate")
+    assert out.select("subject", "consistent").rows() == [("a", False)]

@@ -75,3 +75,16 @@ def test_job_mttf_by_size_buckets_and_censoring() -> None:
     eight = out.filter(gpus_max=8).row(0, named=True)
     assert eight["mttf_lower_h"] < 40.0 < eight["mttf_upper_h"]
     assert not math.isnan(out.filter(gpus_max=4)["mttf_lower_one_sided_h"][0])
+
+
+def test_projection_size_range_and_rate_unit_warning() -> None:
+    """Review of issue 5: sizes above MAX_GPUS are refused (no int64 overflow);
+    a rate above 1 per node-day warns that Kokolis et al.'s 6.50 is per 1000
+    node-days (6.5e-3 per node-day)."""
+    from relkit.errors import RelkitWarning
+    from relkit.scale import MAX_GPUS
+
+    with pytest.raises(InvalidParameterError, match="100,000,000"):
+        scale_projection(6.5e-3, [MAX_GPUS + 1])
+    with pytest.warns(RelkitWarning, match="pass 0.0065"):
+        scale_projection(6.5, [1024])

@@ -464,6 +464,14 @@ def _skip_note(
 ) -> str | None:
     """Why a file with known bytes was skipped, when that is not obvious."""
     old = known["options"]
+    if options.get("pseudonymize") and not old.get("pseudonymize"):
+        # privacy first: the store still holds the raw names of that ingest
+        return (
+            f"already ingested as source {known['source_id']} WITHOUT "
+            "pseudonymization: the store holds its raw user and job names. To "
+            "replace them with pseudonyms, re-read it with --replace "
+            "--pseudonymize (library: replace=True, pseudonymize=True)"
+        )
     if diff := [k for k, v in options.items() if old.get(k) != v]:
         was = ", ".join(f"{k}={old.get(k)!r}" for k in diff)
         now = ", ".join(f"{k}={options[k]!r}" for k in diff)

@@ -118,8 +118,86 @@ def _terminated_state(term: dict[str, Any]) -> tuple[str, str | None]:
     return "FAILED", str(code)
 
 
-def _pod_rows(item: dict[str, Any], snapshot: datetime | None) -> list[dict[str, Any]]:
-    """Return one pod's attempts (restart order) as job rows without ``attempt``."""
+#: Kubelet eviction messages that blame the pod's own limits, not the node
+#: (``pkg/kubelet/eviction/helpers.go``); other evictions are node pressure.
+_OWN_LIMIT = ("exceeds the total limit", "exceeded its local ephemeral storage")
+#: The state that speaks for a pod whose containers ended differently.
+_POD_STATE_PRIORITY = ("NODE_FAIL", "OUT_OF_MEMORY", "FAILED", "COMPLETED")
+
+
+def _eviction(status: dict[str, Any]) -> tuple[str, str] | None:
+    """(state, flag) of a pod the kubelet evicted, or None."""
+    if status.get("reason") != "Evicted":
+        return None
+    message = str(status.get("message") or "")
+    if any(m in message for m in _OWN_LIMIT):
+        return "FAILED", "evicted_own_limit"
+    return "NODE_FAIL", "evicted_node_pressure"
+
+
+def _restarts(container: dict[str, Any]) -> int:
+    value = container.get("restartCount") or 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        msg = f"restartCount {value!r} is not a whole number >= 0"
+        raise ValueError(msg)
+    return value
+
+
+def _container_rows(
+    container: dict[str, Any], tag: str | None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Return a container's ended runs before the current one, and its state.
+
+    A container restarted r times ended r runs: only the last is in
+    ``lastState``; the earlier ones failed (a restart follows an exit), but
+    when, why and with which code is not in the record.
+    """
+    restarts = _restarts(container)
+    last = _dict(_dict(container.get("lastState")).get("terminated"))
+    flag = None if tag is None else f"container={tag}"
+    rows: list[dict[str, Any]] = []
+    for _ in range(1, restarts if last else restarts + 1):
+        rows.append(
+            {
+                "state": "FAILED",
+                "exit_code": None,
+                "reason": None,
+                "start_ts": None,
+                "end_ts": None,
+                "flags": ",".join(f for f in ("cause_not_in_record", flag) if f),
+            }
+        )
+    if last and restarts >= 1:
+        state, code = _terminated_state(last)
+        rows.append(
+            {
+                "state": state,
+                "exit_code": code,
+                "reason": last.get("reason"),
+                "start_ts": _ts(last.get("startedAt")),
+                "end_ts": _ts(last.get("finishedAt")),
+                "flags": flag,
+            }
+        )
+    return rows, _dict(container.get("state"))
+
+
+def _time_order(row: dict[str, Any]) -> tuple[int, datetime]:
+    """Sort key of ended runs: unknown times first, then by end (or start)."""
+    at = row["end_ts"] or row["start_ts"]
+    return (0, datetime.min.replace(tzinfo=UTC)) if at is None else (1, at)
+
+
+def _pod_rows(
+    item: dict[str, Any], snapshot: datetime | None, *, hide_names: bool = False
+) -> list[dict[str, Any]]:
+    """Return one pod's attempts (time order) as job rows without ``attempt``.
+
+    Every container's restarts end an attempt of the pod (a sidecar's
+    ``OOMKilled`` is kept, not merged away); the pod's current state is the
+    last attempt: running while any container runs, else the containers'
+    terminations merged (a failure speaks over a success).
+    """
     meta, spec, status = (_dict(item.get(k)) for k in ("metadata", "spec", "status"))
     for where, value in (
         ("status.startTime", status.get("startTime")),
@@ -139,6 +217,17 @@ def _pod_rows(item: dict[str, Any], snapshot: datetime | None) -> list[dict[str,
         "host": spec.get("nodeName"),
         "_pod_start": _ts(status.get("startTime")),
     }
+    if not status:
+        return [
+            {
+                **base,
+                "state": None,
+                "reason": None,
+                "start_ts": None,
+                "end_ts": None,
+                "flags": "no_status",
+            }
+        ]
     conditions = [_dict(c) for c in status.get("conditions") or []]
     disruption = next(
         (
@@ -148,6 +237,7 @@ def _pod_rows(item: dict[str, Any], snapshot: datetime | None) -> list[dict[str,
         ),
         None,
     )
+    evicted = None if disruption is not None else _eviction(status)
     statuses = [_dict(c) for c in status.get("containerStatuses") or []]
     phase = status.get("phase")
     if not statuses:
@@ -161,87 +251,89 @@ def _pod_rows(item: dict[str, Any], snapshot: datetime | None) -> list[dict[str,
             or scheduled.get("reason"),
             "start_ts": None,
             "end_ts": None,
-            "flags": None,
+            "flags": None if phase else "no_phase",
         }
         if disruption is not None:
             row["state"] = DISRUPTION_STATES.get(
                 str(disruption.get("reason")), "FAILED"
             )
+            if disruption.get("reason") == "EvictionByEvictionAPI":
+                row["flags"] = "evicted_by_api"
             row["end_ts"] = _ts(disruption.get("lastTransitionTime"))
             row["start_ts"] = base["_pod_start"]
+        elif evicted is not None:
+            row["state"], row["flags"] = evicted
+            row["start_ts"] = base["_pod_start"]
         return [row]
-    main = max(statuses, key=lambda c: int(c.get("restartCount") or 0))
-    restarts = int(main.get("restartCount") or 0)
-    now = _dict(main.get("state"))
-    last = _dict(_dict(main.get("lastState")).get("terminated"))
-    rows: list[dict[str, Any]] = []
-    # restarts before the last known one: they failed (a restart follows an
-    # exit), but when, why and with which code is not in the record
-    known_last = restarts if last else restarts + 1
-    for k in range(1, known_last):
-        rows.append(
-            {
-                **base,
-                "state": "FAILED",
-                "exit_code": None,
-                "reason": None,
-                "start_ts": base["_pod_start"] if k == 1 else None,
-                "end_ts": None,
-                "flags": "cause_not_in_record"
-                + (",start_from_pod_start" if k == 1 else ""),
-            }
+    multi = len(statuses) > 1
+    ended: list[dict[str, Any]] = []
+    running: list[dict[str, Any]] = []
+    terminated: list[tuple[dict[str, Any], str | None]] = []
+    for k, container in enumerate(statuses, 1):
+        tag = (f"#{k}" if hide_names else str(container.get("name"))) if multi else None
+        rows, now = _container_rows(container, tag)
+        ended += rows
+        if "running" in now:
+            running.append(_dict(now["running"]))
+        elif "terminated" in now:
+            terminated.append((_dict(now["terminated"]), tag))
+    final: dict[str, Any] | None = None
+    if running:
+        # a container that ended for good while others run: an ended run
+        for term, tag in terminated:
+            state, code = _terminated_state(term)
+            if state != "COMPLETED":
+                ended.append(
+                    {
+                        "state": state,
+                        "exit_code": code,
+                        "reason": term.get("reason"),
+                        "start_ts": _ts(term.get("startedAt")),
+                        "end_ts": _ts(term.get("finishedAt")),
+                        "flags": None if tag is None else f"container={tag}",
+                    }
+                )
+        starts = [t for r in running if (t := _ts(r.get("startedAt"))) is not None]
+        final = {
+            "state": "RUNNING",
+            "exit_code": None,
+            "reason": None,
+            "start_ts": max(starts) if starts else None,
+            "end_ts": None,
+            "flags": None if snapshot is not None else "no_snapshot_ts",
+            "_censor": snapshot,
+        }
+    elif terminated:
+        states = [(_terminated_state(t), t, tag) for t, tag in terminated]
+        (state, code), term, tag = min(
+            states, key=lambda x: _POD_STATE_PRIORITY.index(x[0][0])
         )
-    if last and restarts >= 1:
-        state, code = _terminated_state(last)
-        rows.append(
-            {
-                **base,
-                "state": state,
-                "exit_code": code,
-                "reason": last.get("reason"),
-                "start_ts": _ts(last.get("startedAt")),
-                "end_ts": _ts(last.get("finishedAt")),
-                "flags": None,
-            }
-        )
-    if "running" in now:
-        rows.append(
-            {
-                **base,
-                "state": "RUNNING",
-                "exit_code": None,
-                "reason": None,
-                "start_ts": _ts(_dict(now["running"]).get("startedAt")),
-                "end_ts": None,
-                "flags": None if snapshot is not None else "no_snapshot_ts",
-                "_censor": snapshot,
-            }
-        )
-    elif "terminated" in now:
-        term = _dict(now["terminated"])
-        state, code = _terminated_state(term)
-        reason = term.get("reason")
-        end = _ts(term.get("finishedAt"))
-        flags = []
+        starts = [t for _, x, _ in states if (t := _ts(x.get("startedAt")))]
+        ends = [t for _, x, _ in states if (t := _ts(x.get("finishedAt")))]
+        flags = [] if tag is None else [f"container={tag}"]
+        final = {
+            "state": state,
+            "exit_code": code,
+            "reason": term.get("reason"),
+            "start_ts": min(starts) if starts else None,
+            "end_ts": max(ends) if ends else None,
+        }
         if disruption is not None:
-            state = DISRUPTION_STATES.get(str(disruption.get("reason")), state)
-            reason = disruption.get("reason")
-            if end is None:
-                end = _ts(disruption.get("lastTransitionTime"))
+            final["state"] = DISRUPTION_STATES.get(str(disruption.get("reason")), state)
+            final["reason"] = disruption.get("reason")
+            if final["reason"] == "EvictionByEvictionAPI":
+                flags.append("evicted_by_api")
+            if final["end_ts"] is None:
+                final["end_ts"] = _ts(disruption.get("lastTransitionTime"))
                 flags.append("end_from_disruption_condition")
-        rows.append(
-            {
-                **base,
-                "state": state,
-                "exit_code": code,
-                "reason": reason,
-                "start_ts": _ts(term.get("startedAt")),
-                "end_ts": end,
-                "flags": ",".join(flags) or None,
-            }
-        )
+        elif evicted is not None and state != "COMPLETED":
+            final["state"] = evicted[0]
+            final["reason"] = "Evicted"
+            flags.append(evicted[1])
+        final["flags"] = ",".join(flags) or None
+    rows = sorted(ended, key=_time_order) + ([final] if final is not None else [])
     if not rows:  # e.g. a container still being created: not started yet
-        waiting = _dict(now.get("waiting"))
+        waiting = _dict(_dict(statuses[0].get("state")).get("waiting"))
         return [
             {
                 **base,
@@ -253,13 +345,20 @@ def _pod_rows(item: dict[str, Any], snapshot: datetime | None) -> list[dict[str,
             }
         ]
     # the first attempt starts with the pod when its container time is missing
-    if rows and rows[0]["start_ts"] is None and base["_pod_start"] is not None:
+    if rows[0]["start_ts"] is None and base["_pod_start"] is not None:
         rows[0]["start_ts"] = base["_pod_start"]
-        if "start_from_pod_start" not in (rows[0]["flags"] or ""):
-            rows[0]["flags"] = ",".join(
-                f for f in (rows[0]["flags"], "start_from_pod_start") if f
+        rows[0]["flags"] = ",".join(
+            f for f in (rows[0]["flags"], "start_from_pod_start") if f
+        )
+    for row in rows:
+        if row["start_ts"] and row["end_ts"] and row["end_ts"] < row["start_ts"]:
+            msg = (
+                f"a container's finishedAt {row['end_ts'].isoformat()} is before "
+                f"its startedAt {row['start_ts'].isoformat()}; no duration can be "
+                "negative"
             )
-    return rows
+            raise ValueError(msg)
+    return [{**base, **row} for row in rows]
 
 
 def _job_rows(item: dict[str, Any]) -> tuple[dict[str, Any], int]:
@@ -328,6 +427,34 @@ def _items(path: Path) -> list[Any]:
     raise IngestError(path, msg)
 
 
+def _pseudonym(value: str, key: bytes, field: str) -> str:
+    return str(pseudonymize(pl.Series([value]), key=key, field=field).item())
+
+
+def _raw(item: object, key: bytes | None) -> str:
+    """Return the ``rejects.raw`` text of an object (no personal data with a key).
+
+    With a pseudonym key only the kind, the pseudonymized name and namespace
+    and the phase are kept: labels, annotations, commands, images and
+    environment variables may all name people.
+    """
+    if key is None:
+        return json.dumps(item, sort_keys=True)[:2000]
+    obj = _dict(item)
+    meta = _dict(obj.get("metadata"))
+    kept = {
+        "kind": obj.get("kind"),
+        "metadata": {
+            k: _pseudonym(v, key, field)
+            for k, field in (("name", "name"), ("namespace", "user"))
+            if isinstance(v := meta.get(k), str)
+        },
+        "status": {"phase": _dict(obj.get("status")).get("phase")},
+        "note": "other fields withheld by --pseudonymize",
+    }
+    return json.dumps(kept, sort_keys=True)
+
+
 _JOB_SCHEMA = {
     "line_no": pl.Int64,
     "job_id": pl.String,
@@ -359,25 +486,26 @@ def _parse(path: Path, snapshot: datetime | None, key: bytes | None) -> Parsed:
     job_failed: dict[tuple[str | None, str], tuple[int, int]] = {}
     for n, item in enumerate(items, 1):
         kind = _dict(item).get("kind")
-        name = _dict(_dict(item).get("metadata")).get("name")
-        raw = json.dumps(item, sort_keys=True)[:2000]
+        meta = _dict(_dict(item).get("metadata"))
+        name = meta.get("name")
         if kind not in ("Pod", "Job"):
             reason = f"kind_{kind}" if isinstance(kind, str) else "no_kind"
             ignored[reason] = ignored.get(reason, 0) + 1
             continue
         if not isinstance(name, str) or not name:
-            rejects.append((n, f"{kind} without metadata.name", raw))
+            rejects.append((n, f"{kind} without metadata.name", _raw(item, key)))
             continue
         try:
             if kind == "Pod":
-                got = _pod_rows(item, snapshot)
+                got = _pod_rows(item, snapshot, hide_names=key is not None)
             else:
                 row, failed = _job_rows(item)
                 ns = row["namespace"]
                 job_failed[(ns, row["job_id"])] = (failed, n)
                 got = [{**row, "_job_level": True}]
         except (ValueError, TypeError) as exc:
-            rejects.append((n, f"{kind} {name}: {exc}", raw))
+            shown = name if key is None else _pseudonym(name, key, "name")
+            rejects.append((n, f"{kind} {shown}: {exc}", _raw(item, key)))
             continue
         rows += [{**r, "line_no": n, "_seq": i} for i, r in enumerate(got)]
     frame = pl.DataFrame(
@@ -422,8 +550,9 @@ def _parse(path: Path, snapshot: datetime | None, key: bytes | None) -> Parsed:
             )
         )
     )
+    # a Job's own record is attempt 0: it is no run of its own
     job_level = frame.filter(pl.col("_job_level")).with_columns(
-        attempt=pl.lit(None, dtype=pl.Int32)
+        attempt=pl.lit(0, dtype=pl.Int32)
     )
     frame = pl.concat([attempts, job_level], how="diagonal")
     stop = pl.coalesce("end_ts", "_censor")
@@ -466,7 +595,7 @@ def _parse(path: Path, snapshot: datetime | None, key: bytes | None) -> Parsed:
         base_job_id="job_id",
     )
     nodes = frame.filter(
-        pl.col("host").is_not_null() & pl.col("attempt").is_not_null()
+        pl.col("host").is_not_null() & (pl.col("attempt") >= 1)
     ).select("job_id", "attempt", "host")
     reject_frame = pl.DataFrame(
         rejects,
@@ -569,24 +698,44 @@ def read_k8s(
     restart order; ``host`` (``spec.nodeName``) goes to ``job_nodes``;
     ``n_gpus`` sums the containers' ``nvidia.com/gpu`` limits.
 
-    A container with ``restartCount`` r has r terminated attempts (plus the
-    current one if it runs or has terminated): only the last terminated one is
-    in ``lastState``; the earlier ones are ``FAILED`` with unknown exit code and
-    reason (flag ``cause_not_in_record``), never given the last one's reason.
+    A container with ``restartCount`` r ended r runs before its current one:
+    only the last is in ``lastState``; the earlier ones are ``FAILED`` with
+    unknown exit code and reason (flag ``cause_not_in_record``), never given
+    the last one's reason. Each container's ended runs are attempts of the
+    pod (a sidecar's ``OOMKilled`` is kept; with several containers the flag
+    ``container=NAME``, or ``container=#k`` when pseudonymized, says whose),
+    in time order, runs of unknown time first; the pod's current state is
+    the last attempt: ``RUNNING`` while a container runs, else its
+    containers' terminations merged (a failure speaks over a success).
     ``OOMKilled`` is ``OUT_OF_MEMORY``; exit 0 ``COMPLETED``; another exit
     ``FAILED``. A ``DisruptionTarget`` condition sets the last attempt's state
     (:data:`DISRUPTION_STATES`) and, when the container's times are null, its
-    end. Go's zero time and null are missing; a missing first start is the pod's
-    ``startTime``. A pending pod is ``PENDING`` with no start (queue time).
-    A Job object is one row with ``attempt`` null (its terminal state and
-    reason, e.g. ``BackoffLimitExceeded``); the failed pods it counts that the
-    dump does not hold become ``FAILED`` attempts of unknown cause and time.
+    end. A pod evicted by the kubelet (``status.reason`` ``Evicted``) without
+    that condition (clusters before Kubernetes 1.26) is ``NODE_FAIL`` (flag
+    ``evicted_node_pressure``: the node ran low on memory, disk or PIDs),
+    unless the message blames the pod's own ephemeral-storage limit
+    (``FAILED``, flag ``evicted_own_limit``). Go's zero time and null are
+    missing; a missing first start is the pod's ``startTime``. A pending pod
+    is ``PENDING`` with no start (queue time); a pod without ``status`` has a
+    null state (flag ``no_status``). A ``finishedAt`` before its
+    ``startedAt``, or a negative ``restartCount``, rejects the pod: no
+    duration is ever negative.
+    A Job object is one row with ``attempt`` 0 (its own terminal state and
+    reason, e.g. ``BackoffLimitExceeded``; no run of its own, so never an
+    attempt of the job); the failed pods it counts that the dump does not
+    hold become ``FAILED`` attempts of unknown cause and time.
+
+    With ``pseudonymize``, a rejected object keeps only its kind, pseudonymized
+    name and namespace and its phase in ``rejects.raw``, and its reason names
+    it by the pseudonym.
 
     References
     ----------
     .. [1] Kubernetes documentation, "Pod Lifecycle" (container states, pod
        conditions, ``DisruptionTarget``),
        https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/
+    .. [2] Kubernetes documentation, "Node-pressure Eviction",
+       https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/
 
     Examples
     --------

@@ -12,21 +12,31 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import polars as pl
 
 from relkit.errors import IngestError
-from relkit.ingest._common import IngestResult, Parsed, check_tz, file_format, ingest
-from relkit.ingest._hostlist import expand_hostlists
+from relkit.ingest._common import IngestResult, Parsed, check_tz, ingest
 from relkit.ingest._pseudonym import load_pseudonym_key, pseudonymize
+from relkit.ingest._sacct_jobs import attempts, expand_nodes, step_outcome_flags
+from relkit.ingest._sacct_jobs import steps as attach_steps
+from relkit.ingest._sacct_lines import (
+    Layout,
+    dedupe_lines,
+    find_layouts,
+    read_lines,
+    split_fields,
+    streamed,
+)
 from relkit.ingest._slurm_fields import (
+    SLURM_STATES,
     array_pending_counts,
     duration_seconds,
     gpus_from_tres,
     job_id_parts,
+    resolve_times,
     state_parts,
 )
-from relkit.schema import UTC
+from relkit.schema import POLARS_SCHEMAS
 from relkit.store import Store
 
 __all__ = ["SACCT_COLUMNS", "parse_job_ids", "read_sacct"]
@@ -57,10 +67,7 @@ SACCT_COLUMNS: dict[str, str] = {
 
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
 _TIME_FORMAT_SPACE = "%Y-%m-%d %H:%M:%S"
-#: Zones without daylight-saving changes: localising needs one reading.
-_FIXED_ZONES = ("UTC", "Etc/UTC", "Etc/GMT", "GMT", "Zulu", "Etc/Zulu", "Universal")
 _NO_TIME = ("Unknown", "None", "")
-_DELIM = "\x1e"  # never in sacct text: DuckDB returns each line as one field
 
 
 def parse_job_ids(job_ids: pl.Series) -> pl.DataFrame:
@@ -119,82 +126,6 @@ def parse_job_ids(job_ids: pl.Series) -> pl.DataFrame:
 
 
 # -- reading ------------------------------------------------------------------------
-def _read_lines(store: Store, path: Path) -> pl.DataFrame:
-    """Every physical line as text (``line_no``, ``line``); blank lines are null."""
-    fmt = file_format(path)
-    if fmt not in ("text", "gzip"):
-        hint = {
-            "json": "it looks like JSON; Kubernetes pod/job JSON is --kind k8s",
-            "parquet": "it is Parquet, not a sacct text dump",
-        }.get(fmt, f"it is not text ({fmt})")
-        msg = f"{hint}. --kind sacct expects `sacct -P` output (| separated)."
-        raise IngestError(path, msg)
-    try:
-        frame = store.connection.sql(
-            "SELECT line FROM read_csv($path, delim = $delim, header = false, "
-            "quote = '', escape = '', columns = {'line': 'VARCHAR'}, "
-            "auto_detect = false, compression = 'auto', max_line_size = 67108864)",
-            params={"path": str(path), "delim": _DELIM},
-        ).pl()
-    except duckdb.Error as exc:
-        short = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-        msg = (
-            f"cannot be read as text ({short}). Is it UTF-8 `sacct -P` output? "
-            "Convert other encodings first, e.g. iconv -f LATIN1 -t UTF-8 IN > OUT."
-        )
-        raise IngestError(path, msg) from exc
-    return frame.with_row_index("line_no", offset=1).select(
-        pl.col("line_no").cast(pl.Int64),
-        pl.col("line").str.strip_suffix("\r"),
-    )
-
-
-def _header(path: Path, lines: pl.DataFrame) -> tuple[int, list[str], bool]:
-    """Find and check the header; return (its line number, names, trailing '|')."""
-    text = lines.filter(pl.col("line").str.strip_chars() != "")
-    if text.height == 0:
-        msg = "the file is empty; expected `sacct -P` output with a header line."
-        raise IngestError(path, msg)
-    header_no, header = text.row(0)
-    following = text["line"][1] if text.height > 1 else ""
-    if "|" not in header and (len(header.split()) > 1 or following.startswith("--")):
-        msg = (
-            "this is fixed-width sacct output (columns padded with spaces, values "
-            "such as CANCELLED+ truncated), which cannot be read reliably. Export "
-            "with `sacct -P` (--parsable2), e.g. sacct -P --allusers --duplicates "
-            "--format=JobID,JobIDRaw,JobName,User,Partition,State,ExitCode,Submit,"
-            "Start,End,Elapsed,NNodes,AllocTRES,NodeList"
-        )
-        raise IngestError(path, msg, line_no=header_no)
-    trailing = header.endswith("|")
-    names = (header[:-1] if trailing else header).split("|")
-    lower = [n.strip().lower() for n in names]
-    if "jobid" not in lower:
-        msg = (
-            f"no JobID column in the header {names[:8]}; expected `sacct -P` "
-            "output whose header names sacct fields (JobID|State|Start|End|...). "
-            "Other job tables: Kubernetes JSON is --kind k8s."
-        )
-        raise IngestError(path, msg, line_no=header_no)
-    if dups := sorted({c for c in lower if lower.count(c) > 1 and c}):
-        msg = f"duplicate header column(s) {dups}; export each field once."
-        raise IngestError(path, msg, line_no=header_no)
-    return int(header_no), names, trailing
-
-
-def _localize_pair(naive: pl.Expr, tz: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-    """Both readings of a local time: (earliest UTC, latest UTC, non-existent)."""
-    early = naive.dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
-    late = naive.dt.replace_time_zone(tz, ambiguous="latest", non_existent="null")
-    shifted = (naive + pl.duration(hours=1)).dt.replace_time_zone(
-        tz, ambiguous="earliest", non_existent="null"
-    )
-    missing = naive.is_not_null() & early.is_null()
-    early = pl.coalesce(early, shifted).dt.convert_time_zone("UTC")
-    late = pl.coalesce(late, shifted).dt.convert_time_zone("UTC")
-    return early, late, missing
-
-
 def _naive(col: str, fmt: str) -> pl.Expr:
     """Parse a sacct time column to naive datetimes (null where it does not parse)."""
     return pl.col(col).str.to_datetime(fmt, time_unit="us", strict=False)
@@ -210,8 +141,14 @@ def _time_format(values: pl.Series) -> str:
 def _times(frame: pl.DataFrame, tz: str | None, path: Path) -> pl.DataFrame:
     """Parse Submit/Start/End in ``tz``; Elapsed resolves the DST hours."""
     cols = [c for c in ("submit", "start", "end") if c in frame.columns]
-    frame = frame.with_columns(
-        [_naive(c, _time_format(frame[c])).alias(f"_{c}_naive") for c in cols]
+    frame = streamed(
+        frame,
+        *[_naive(c, _time_format(frame[c])).alias(f"_{c}_naive") for c in cols],
+        *[
+            pl.lit(None, dtype=pl.Datetime("us")).alias(f"_{c}_naive")
+            for c in ("submit", "start", "end")
+            if c not in cols
+        ],
     ).with_columns(
         [
             (
@@ -221,11 +158,9 @@ def _times(frame: pl.DataFrame, tz: str | None, path: Path) -> pl.DataFrame:
             for c in cols
         ]
     )
-    if tz is None:
+    if tz is None and cols:
         present = frame.filter(
             pl.any_horizontal([pl.col(f"_{c}_naive").is_not_null() for c in cols])
-            if cols
-            else pl.lit(value=False)
         )
         if present.height:
             line = int(present["line_no"][0])
@@ -236,127 +171,239 @@ def _times(frame: pl.DataFrame, tz: str | None, path: Path) -> pl.DataFrame:
                 "was made with TZ=UTC."
             )
             raise IngestError(path, msg, line_no=line)
-    out: dict[str, pl.Expr] = {}
-    flags: list[pl.Expr] = []
-    for c in ("submit", "start", "end"):
-        if c not in cols or tz is None:
-            out[f"_{c}_e"] = pl.lit(None, dtype=UTC)
-            out[f"_{c}_l"] = pl.lit(None, dtype=UTC)
-            out[f"_{c}_gap"] = pl.lit(value=False)
-            continue
-        if tz in _FIXED_ZONES:
-            utc = pl.col(f"_{c}_naive").dt.replace_time_zone("UTC")
-            early, late, gap = utc, utc, pl.lit(value=False)
-        else:
-            early, late, gap = _localize_pair(pl.col(f"_{c}_naive"), tz)
-        out[f"_{c}_e"], out[f"_{c}_l"], out[f"_{c}_gap"] = early, late, gap
-    frame = frame.with_columns(**out)
-    el = pl.col("elapsed_s")
-    s_e, s_l, e_e, e_l = (
-        pl.col(f"_{x}") for x in ("start_e", "start_l", "end_e", "end_l")
-    )
-
-    def off(s: pl.Expr, e: pl.Expr) -> pl.Expr:
-        return ((e - s).dt.total_microseconds() / 1e6 - el).abs()
-
-    # Elapsed is computed by Slurm from epochs: of the (start, end) readings,
-    # take the pair whose difference is Elapsed (earliest first on a tie)
-    d = [off(s_e, e_e), off(s_e, e_l), off(s_l, e_e), off(s_l, e_l)]
-    best = pl.min_horizontal(d)
-    both = s_e.is_not_null() & e_e.is_not_null() & el.is_not_null()
-    start = (
-        pl.when(both & (d[0] == best))
-        .then(s_e)
-        .when(both & (d[1] == best))
-        .then(s_e)
-        .when(both & (d[2] == best))
-        .then(s_l)
-        .when(both)
-        .then(s_l)
-        .otherwise(s_e)
-    )
-    end = (
-        pl.when(both & (d[0] == best))
-        .then(e_e)
-        .when(both & (d[1] == best))
-        .then(e_l)
-        .when(both & (d[2] == best))
-        .then(e_e)
-        .when(both)
-        .then(e_l)
-        .otherwise(e_e)
-    )
-    frame = frame.with_columns(submit_ts=pl.col("_submit_e"), start_ts=start, _end=end)
-    negative = pl.col("_end") < pl.col("start_ts")
-    end_from_elapsed = negative & el.is_not_null()
-    frame = frame.with_columns(
-        end_ts=pl.when(end_from_elapsed)
-        .then(pl.col("start_ts") + pl.duration(microseconds=(el * 1e6).cast(pl.Int64)))
-        .when(negative)
-        .then(pl.lit(None, dtype=UTC))
-        .otherwise(pl.col("_end")),
-        _negative_no_elapsed=negative & el.is_null(),
-    )
-    ambiguous = [
-        pl.when(pl.col(f"_{c}_e") != pl.col(f"_{c}_l")).then(
-            pl.lit(f"dst_ambiguous_{c}")
-        )
-        for c in ("submit", "start", "end")
-    ]
-    gaps = [
-        pl.when(pl.col(f"_{c}_gap")).then(pl.lit(f"dst_nonexistent_{c}"))
-        for c in ("submit", "start", "end")
-    ]
-    resolved = pl.when(both & ((s_e != s_l) | (e_e != e_l)) & (best < 1.0)).then(
-        pl.lit("dst_resolved_by_elapsed")
-    )
-    flags = [
-        *ambiguous,
-        *gaps,
-        resolved,
-        pl.when(end_from_elapsed).then(pl.lit("end_from_elapsed")),
-    ]
-    return frame.with_columns(
-        _time_flags=pl.concat_str(flags, separator=",", ignore_nulls=True)
-    )
+    return resolve_times(frame, tz)
 
 
 def _field(frame: pl.DataFrame, name: str) -> pl.Expr:
     return pl.col(name) if name in frame.columns else pl.lit(None, dtype=pl.String)
 
 
-def _records(path: Path, lines: pl.DataFrame) -> tuple[pl.DataFrame, list[str], int]:
-    """Split the data lines into named text fields; return (frame, extras, ignored)."""
-    header_no, names, trailing = _header(path, lines)
-    header_line = lines.filter(pl.col("line_no") == header_no)["line"][0]
-    data = lines.filter(
-        (pl.col("line_no") > header_no) & (pl.col("line").str.strip_chars() != "")
+def _records(
+    path: Path, lines: pl.DataFrame
+) -> tuple[pl.DataFrame, list[Layout], list[str], dict[str, int]]:
+    """Split the data lines into named text fields, header by header.
+
+    Returns ``(frame, layouts, extras, ignored)``: one row per record with the
+    relkit-named text fields of its header (null where its header lacks the
+    column), ``layout`` (index into ``layouts``), ``n_fields``, ``_width``,
+    ``_layout_problem``; the header names relkit does not read; and counts of
+    ignored lines by reason (``repeated_header``, ``new_header``,
+    ``duplicate_record``).
+    """
+    data, layouts, later = find_layouts(path, lines)
+    ignored: dict[str, int] = {}
+    n_same = int(later["same"].sum())
+    if n_same:
+        ignored["repeated_header"] = n_same
+    if later.height - n_same:
+        ignored["new_header"] = later.height - n_same
+    parts = []
+    for k, layout in enumerate(layouts):
+        rows = data if len(layouts) == 1 else data.filter(pl.col("layout") == k)
+        if rows.height == 0 and k > 0:  # (the first layout names the columns)
+            continue
+        part = split_fields(rows, layout, SACCT_COLUMNS).with_columns(
+            _layout_problem=pl.lit(layout.problem, dtype=pl.String)
+        )
+        parts.append(part)
+    if len(parts) == 1:
+        frame = parts[0]
+    else:
+        frame = pl.concat(parts, how="diagonal").sort("line_no")
+    extras = list(
+        dict.fromkeys(
+            n for lay in layouts for n in lay.names if n.lower() not in SACCT_COLUMNS
+        )
     )
-    repeated = pl.col("line") == header_line
-    n_repeated = int(data.select(repeated.sum()).item())
-    data = data.filter(~repeated)
-    line = pl.col("line")
-    if trailing:
-        line = line.str.strip_suffix("|")
-    width = len(names)
-    data = data.with_columns(
-        n_fields=line.str.count_matches("|", literal=True) + 1,
-        _parts=line.str.split_exact("|", width - 1),
+    # the same record twice in the file (a dump appended twice, overlapping
+    # dumps concatenated) is one record
+    fields = [c for c in dict.fromkeys(SACCT_COLUMNS.values()) if c in frame.columns]
+    frame = dedupe_lines(frame, ["line"] if len(layouts) == 1 else fields)
+    n_repeat = int(frame["_repeat"].sum())
+    if n_repeat:
+        ignored["duplicate_record"] = n_repeat
+        frame = frame.filter(~pl.col("_repeat"))
+    return frame.drop("_repeat"), layouts, extras, ignored
+
+
+def _personal_columns(layout: Layout) -> dict[int, str]:
+    """Positions of the personal fields of a layout -> pseudonym field."""
+    field = {"user": "user", "jobname": "name"}
+    return {i: field[n] for i, n in enumerate(layout.lower) if n in field}
+
+
+def _safe_raw(bad: pl.DataFrame, layouts: list[Layout], key: bytes | None) -> pl.Series:
+    """Return the raw text of rejected lines (personal fields pseudonymized).
+
+    A line whose field count differs from its header's cannot have its user
+    and job name told apart from the other fields: its text is withheld.
+    """
+    if key is None:
+        return bad["line"]
+    out: list[str] = []
+    for line, layout_no, n_fields, width in bad.select(
+        "line", "layout", "n_fields", "_width"
+    ).iter_rows():
+        layout = layouts[layout_no]
+        if n_fields != width:
+            out.append(_WITHHELD)
+            continue
+        text = line[:-1] if layout.trailing and line.endswith("|") else line
+        values = text.split("|")
+        for i, fld in _personal_columns(layout).items():
+            value = values[i].strip()
+            if value:
+                values[i] = pseudonymize(pl.Series([value]), key=key, field=fld).item()
+        out.append("|".join(values) + ("|" if layout.trailing else ""))
+    return pl.Series("raw", out, dtype=pl.String)
+
+
+#: ``rejects.raw`` of a line whose personal fields cannot be found.
+_WITHHELD = (
+    "(raw line withheld: --pseudonymize, and its field count differs from its "
+    "header's, so its user and job name fields cannot be located)"
+)
+
+
+def _checks(frame: pl.DataFrame) -> list[tuple[pl.Expr, pl.Expr]]:
+    """(condition, reason) of the records to reject, field by field."""
+    raw_elapsed = _field(frame, "elapsedraw")
+    nnodes = _field(frame, "nnodes")
+    nnodes_num = nnodes.cast(pl.Int64, strict=False)
+    checks: list[tuple[pl.Expr, pl.Expr]] = [
+        (pl.col("_layout_problem").is_not_null(), pl.col("_layout_problem")),
+        (pl.col("jobid").is_null(), pl.lit("empty JobID")),
+        (
+            pl.col("jobid").is_not_null() & pl.col("base_job_id").is_null(),
+            pl.format(
+                "malformed JobID '{}' (expected e.g. 4108, 4108_7, "
+                "4108_[8-15%4], 4120+1, 4100.batch)",
+                "jobid",
+            ),
+        ),
+        (pl.col("_state_why").is_not_null(), pl.col("_state_why")),
+        *[
+            (pl.col(f"_{c}_why").is_not_null(), pl.col(f"_{c}_why"))
+            for c in ("elapsed", "timelimit", "totalcpu")
+        ],
+        (
+            raw_elapsed.is_not_null()
+            & raw_elapsed.cast(pl.Int64, strict=False).is_null(),
+            pl.format("ElapsedRaw is not a whole number: '{}'", raw_elapsed),
+        ),
+        (
+            nnodes.is_not_null() & (nnodes_num.is_null() | (nnodes_num < 0)),
+            pl.format("NNodes is not a whole number >= 0: '{}'", nnodes),
+        ),
+        (
+            pl.col("_gpus_bad").is_not_null(),
+            pl.format(
+                "GPU count '{}' in AllocTRES/AllocGRES is not a whole number >= 0",
+                "_gpus_bad",
+            ),
+        ),
+    ]
+    checks += [
+        (
+            pl.col(f"_{c}_bad"),
+            pl.format(
+                f"unparseable time in {c.title()}: '{{}}' (expected "
+                "YYYY-MM-DDTHH:MM:SS, Unknown or None)",
+                c,
+            ),
+        )
+        for c in ("submit", "start", "end")
+        if c in frame.columns
+    ]
+    checks += [
+        (
+            pl.col("_negative_no_elapsed"),
+            pl.lit("End is before Start and no Elapsed to resolve it"),
+        ),
+        (pl.col("_host_error").is_not_null(), pl.col("_host_error")),
+    ]
+    return checks
+
+
+def _reasons(frame: pl.DataFrame, checks: list[tuple[pl.Expr, pl.Expr]]) -> pl.Series:
+    """One reason per record to reject (the checks that fail, joined), else null.
+
+    A record under a header that cannot be read, or whose field count differs
+    from its header's, gets that reason alone: its fields are not where the
+    header says, and their values would mislead.
+    """
+    wrong_width = pl.col("n_fields") != pl.col("_width")
+    bad = (
+        frame.lazy()
+        .select(
+            pl.any_horizontal([c.fill_null(value=False) for c, _ in checks])
+            | wrong_width
+        )
+        .collect(engine="streaming")
+        .to_series()
     )
-    lower = [n.strip().lower() for n in names]
-    known = {i: SACCT_COLUMNS[n] for i, n in enumerate(lower) if n in SACCT_COLUMNS}
-    extras = [names[i] for i, n in enumerate(lower) if n not in SACCT_COLUMNS]
-    data = data.with_columns(
-        [
-            pl.col("_parts")
-            .struct.field(f"field_{i}")
-            .str.strip_chars()
-            .replace("", None)
-            .alias(col)
-            for i, col in known.items()
-        ]
-    ).with_columns(_width=pl.lit(width))
-    return data, extras, n_repeated
+    if not bad.any():
+        return pl.repeat(None, frame.height, dtype=pl.String, eager=True).alias(
+            "_reasons"
+        )
+    return frame.select(
+        pl.when(pl.col("_layout_problem").is_not_null())
+        .then(pl.col("_layout_problem"))
+        .when(wrong_width)
+        .then(
+            pl.format(
+                "expected {} fields as in the header, found {} (a field "
+                "containing '|'?)",
+                "_width",
+                "n_fields",
+            )
+        )
+        .when(bad)
+        .then(
+            pl.concat_str(
+                [pl.when(c.fill_null(value=False)).then(m) for c, m in checks],
+                separator="; ",
+                ignore_nulls=True,
+            )
+        )
+        .alias("_reasons")
+    ).to_series()
+
+
+def _job_ids(frame: pl.DataFrame) -> pl.DataFrame:
+    """Add the JobID parts; ``4100`` and ``4100.batch`` skip the full regex."""
+    jid = pl.col("jobid")
+    simple = jid.str.contains(r"^[0-9]+(?:\.[A-Za-z0-9_\-]+)?$").fill_null(value=False)
+    dot = jid.str.find(".", literal=True)
+    parts = (
+        frame.select("jobid")
+        .lazy()
+        .select(
+            _simple=simple,
+            base_job_id=pl.when(simple).then(
+                pl.when(dot.is_null()).then(jid).otherwise(jid.str.slice(0, dot))
+            ),
+            array_task=pl.lit(None, dtype=pl.String),
+            array_pending=pl.lit(None, dtype=pl.String),
+            het_offset=pl.lit(None, dtype=pl.String),
+            step=pl.when(simple & dot.is_not_null()).then(jid.str.slice(dot + 1)),
+        )
+        .collect(engine="streaming")
+    )
+    other = (~parts["_simple"]).arg_true()
+    parts = parts.drop("_simple")
+    if other.len():
+        rest = (
+            frame["jobid"]
+            .gather(other)
+            .to_frame("jobid")
+            .select(p=job_id_parts(pl.col("jobid")))
+            .unnest("p")
+        )
+        parts = parts.with_columns(
+            [parts[c].scatter(other, rest[c]).alias(c) for c in rest.columns]
+        )
+    return pl.concat([frame, parts], how="horizontal")
 
 
 def _parse(
@@ -366,16 +413,20 @@ def _parse(
     key: bytes | None,
     keep_going: Callable[[], bool] = lambda: True,
 ) -> Parsed | None:
-    lines = _read_lines(store, path)
+    del store  # the lines are read with polars, not through the store
+    lines = read_lines(path)
     if not keep_going():  # the file's hash says: already ingested, skip
         return None
-    frame, extras, n_repeated = _records(path, lines)
-    n_lines = frame.height + n_repeated
-    ids = frame.select(p=job_id_parts(pl.col("jobid"))).unnest("p")
-    frame = pl.concat([frame, ids], how="horizontal")
-    if "state" in frame.columns:  # keep the raw text for the reject reasons
-        frame = frame.rename({"state": "_state_raw"})
-    state, uid, state_checks = state_parts(_field(frame, "_state_raw"))
+    frame, layouts, extras, ignored = _records(path, lines)
+    n_lines = frame.height + sum(ignored.values())
+    frame = _job_ids(frame).with_row_index("index")
+    state, uid, state_why = state_parts(
+        frame["state"]
+        if "state" in frame.columns
+        else pl.repeat(None, frame.height, dtype=pl.String, eager=True)
+    )
+    if "state" in frame.columns:
+        frame = frame.drop("state")
     for col, label in (
         ("elapsed", "Elapsed"),
         ("timelimit", "Timelimit"),
@@ -389,52 +440,22 @@ def _parse(
             continue
         values, why = duration_seconds(frame[col], label, limits=col == "timelimit")
         frame = frame.with_columns(values.alias(f"_{col}_s"), why.alias(f"_{col}_why"))
-    raw_elapsed = _field(frame, "elapsedraw")
-    raw_elapsed_num = raw_elapsed.cast(pl.Int64, strict=False)
-    nnodes = _field(frame, "nnodes")
-    nnodes_num = nnodes.cast(pl.Int64, strict=False)
-    # checks: (condition, message); messages are built for the bad rows only
-    checks: list[tuple[pl.Expr, pl.Expr]] = [
-        (
-            pl.col("n_fields") != pl.col("_width"),
-            pl.format(
-                "expected {} fields as in the header, found {} (a field "
-                "containing '|'?)",
-                "_width",
-                "n_fields",
-            ),
-        ),
-        (pl.col("jobid").is_null(), pl.lit("empty JobID")),
-        (
-            pl.col("jobid").is_not_null() & pl.col("base_job_id").is_null(),
-            pl.format(
-                "malformed JobID '{}' (expected e.g. 4108, 4108_7, "
-                "4108_[8-15%4], 4120+1, 4100.batch)",
-                "jobid",
-            ),
-        ),
-        *state_checks,
-        *[
-            (pl.col(f"_{c}_why").is_not_null(), pl.col(f"_{c}_why"))
-            for c in ("elapsed", "timelimit", "totalcpu")
-        ],
-        (
-            raw_elapsed.is_not_null() & raw_elapsed_num.is_null(),
-            pl.format("ElapsedRaw is not a whole number: '{}'", raw_elapsed),
-        ),
-        (
-            nnodes.is_not_null() & (nnodes_num.is_null() | (nnodes_num < 0)),
-            pl.format("NNodes is not a whole number >= 0: '{}'", nnodes),
-        ),
-    ]
+    n_gpus, gpus_bad = gpus_from_tres(
+        frame["alloctres"] if "alloctres" in frame.columns else None,
+        frame["allocgres"] if "allocgres" in frame.columns else None,
+        frame.height,
+    )
+    raw_elapsed_num = _field(frame, "elapsedraw").cast(pl.Int64, strict=False)
     frame = frame.with_columns(
         state=state,
         cancelled_by_uid=uid,
+        _state_why=state_why,
         elapsed_s=pl.coalesce(raw_elapsed_num.cast(pl.Float64), "_elapsed_s"),
         timelimit_s="_timelimit_s",
         total_cpu_s="_totalcpu_s",
-        n_nodes_decl=nnodes_num,
-        n_gpus=gpus_from_tres(_field(frame, "alloctres"), _field(frame, "allocgres")),
+        n_nodes_decl=_field(frame, "nnodes").cast(pl.Int64, strict=False),
+        n_gpus=n_gpus,
+        _gpus_bad=gpus_bad,
     )
     # no runtime without a start: sacct prints Elapsed 00:00:00 for pending jobs
     frame = _times(frame, tz, path)
@@ -444,83 +465,35 @@ def _parse(
                 pl.col("elapsed_s")
             )
         )
-    checks += [
-        (
-            pl.col(f"_{c}_bad"),
-            pl.format(
-                f"unparseable time in {c.title()}: '{{}}' (expected "
-                "YYYY-MM-DDTHH:MM:SS, Unknown or None)",
-                c,
-            ),
-        )
-        for c in ("submit", "start", "end")
-        if c in frame.columns
-    ]
-    checks.append(
-        (
-            pl.col("_negative_no_elapsed"),
-            pl.lit("End is before Start and no Elapsed to resolve it"),
-        )
-    )
     is_step = pl.col("step").is_not_null()
-    hosts, host_errors = expand_hostlists(
+    nodelist = (
         frame["nodelist"]
         if "nodelist" in frame.columns
-        else pl.Series([None] * frame.height, dtype=pl.String)
+        else pl.repeat(None, frame.height, dtype=pl.String, eager=True)
     )
-    frame = frame.with_columns(_host_error=host_errors)
-    checks.append((pl.col("_host_error").is_not_null(), pl.col("_host_error")))
+    hosts, list_of, host_errors, n_repeated, n_hosts = expand_nodes(
+        nodelist, frame["n_nodes_decl"]
+    )
     frame = frame.with_columns(
-        _bad=pl.any_horizontal([c.fill_null(value=False) for c, _ in checks])
+        _host_error=host_errors, _host_repeats=n_repeated, _list=list_of
     )
-    frame = (
-        frame.with_columns(
-            _reasons=pl.when(pl.col("_bad")).then(
-                pl.concat_str(
-                    [pl.when(c.fill_null(value=False)).then(m) for c, m in checks],
-                    separator="; ",
-                    ignore_nulls=True,
-                )
-            )
+    frame = frame.with_columns(_reasons=_reasons(frame, _checks(frame)))
+    if frame["_reasons"].null_count() == frame.height:  # nothing to reject
+        bad, good = frame.clear(), frame
+    else:
+        bad = frame.filter(pl.col("_reasons").is_not_null())
+        good = (
+            frame.lazy()
+            .filter(pl.col("_reasons").is_null())
+            .collect(engine="streaming")
         )
-        if frame["_bad"].any()
-        else frame.with_columns(_reasons=pl.lit(None, dtype=pl.String))
-    )
-    bad = frame.filter(pl.col("_reasons").is_not_null())
-    good = frame.filter(pl.col("_reasons").is_null())
-    rejects = bad.select("line_no", reason="_reasons", raw="line")
-    n_hosts = (
-        hosts.group_by("index").agg(n=pl.len().cast(pl.Int64))
-        if hosts.height
-        else pl.DataFrame(schema={"index": pl.UInt32, "n": pl.Int64})
-    )
-    # the host expansion's ``index`` is the record's row in ``frame``
-    good = good.join(
-        frame.with_row_index("index").select("index", "line_no"),
-        on="line_no",
-        how="left",
-    )
-    good = good.join(n_hosts, on="index", how="left")
-    alloc = good.filter(~is_step)
-    steps = good.filter(is_step)
-    # attempts: requeued records repeat the JobID; number them in time order
-    if alloc["jobid"].is_duplicated().any():
-        alloc = alloc.sort(
-            "jobid", "submit_ts", "start_ts", "line_no", nulls_last=True
-        ).with_columns(
-            _new=(pl.col("jobid") != pl.col("jobid").shift()).fill_null(value=True)
-        )
-        alloc = alloc.with_columns(
-            _row=pl.int_range(pl.len(), dtype=pl.Int64)
-        ).with_columns(
-            attempt=(
-                pl.col("_row")
-                - pl.when(pl.col("_new")).then(pl.col("_row")).forward_fill()
-                + 1
-            ).cast(pl.Int32)
-        )
-    else:  # no requeued record: every row is attempt 1
-        alloc = alloc.with_columns(attempt=pl.lit(1, dtype=pl.Int32))
+    rejects = bad.select("line_no", reason="_reasons", raw=_safe_raw(bad, layouts, key))
+    good = good.with_columns(n=n_hosts.gather(good["index"]))
+    if good["step"].null_count() == good.height:  # no step rows
+        alloc, steps = attempts(good), good.clear()
+    else:
+        alloc = attempts(good.lazy().filter(~is_step).collect(engine="streaming"))
+        steps = good.lazy().filter(is_step).collect(engine="streaming")
     if key is not None:
         alloc = alloc.with_columns(
             [
@@ -530,101 +503,89 @@ def _parse(
             ]
         )
     has_hosts = pl.col("n").is_not_null()
-    nnodes_flag = pl.when(
-        has_hosts
-        & pl.col("n_nodes_decl").is_not_null()
-        & (pl.col("n") != pl.col("n_nodes_decl"))
-    ).then(pl.lit("nnodes_differs_from_nodelist"))
-    jobs = alloc.select(
-        "line_no",
-        job_id="jobid",
-        attempt="attempt",
-        state="state",
-        exit_code=_field(alloc, "exitcode"),
-        submit_ts="submit_ts",
-        start_ts="start_ts",
-        end_ts="end_ts",
-        elapsed_s="elapsed_s",
-        n_nodes=pl.coalesce("n_nodes_decl", "n"),
-        n_gpus="n_gpus",
-        user=_field(alloc, "user"),
-        name=_field(alloc, "jobname"),
-        partition=_field(alloc, "partition"),
-        scheduler=pl.lit("slurm"),
-        job_id_raw=_field(alloc, "jobidraw"),
-        base_job_id="base_job_id",
-        array_task="array_task",
-        array_pending="array_pending",
-        het_offset=pl.col("het_offset").cast(pl.Int32),
-        cancelled_by_uid="cancelled_by_uid",
-        reason=_field(alloc, "reason"),
-        timelimit_s="timelimit_s",
-        total_cpu_s="total_cpu_s",
-        flags=pl.concat_str(
-            [pl.col("_time_flags").replace("", None), nnodes_flag],
-            separator=",",
-            ignore_nulls=True,
-        ).replace("", None),
+    row_flags = [
+        pl.col("_time_flags").replace("", None),
+        pl.when(
+            has_hosts
+            & pl.col("n_nodes_decl").is_not_null()
+            & (pl.col("n") != pl.col("n_nodes_decl"))
+        ).then(pl.lit("nnodes_differs_from_nodelist")),
+        pl.when(pl.col("_host_repeats") > 0).then(pl.lit("nodelist_repeats_hosts")),
+        pl.when(
+            pl.col("state").is_not_null() & ~pl.col("state").is_in(SLURM_STATES)
+        ).then(pl.lit("unknown_state")),
+        pl.when(pl.col("bad_utf8")).then(pl.lit("invalid_utf8_replaced")),
+    ]
+    jobs = (
+        alloc.lazy()
+        .select(
+            "line_no",
+            job_id="jobid",
+            attempt="attempt",
+            state="state",
+            exit_code=_field(alloc, "exitcode"),
+            submit_ts="submit_ts",
+            start_ts="start_ts",
+            end_ts="end_ts",
+            elapsed_s="elapsed_s",
+            n_nodes=pl.coalesce("n_nodes_decl", "n"),
+            n_gpus="n_gpus",
+            user=_field(alloc, "user"),
+            name=_field(alloc, "jobname"),
+            partition=_field(alloc, "partition"),
+            scheduler=pl.lit("slurm"),
+            job_id_raw=_field(alloc, "jobidraw"),
+            base_job_id="base_job_id",
+            array_task="array_task",
+            array_pending="array_pending",
+            het_offset=pl.col("het_offset").cast(pl.Int32),
+            cancelled_by_uid="cancelled_by_uid",
+            reason=_field(alloc, "reason"),
+            timelimit_s="timelimit_s",
+            total_cpu_s="total_cpu_s",
+            flags=pl.concat_str(row_flags, separator=",", ignore_nulls=True).replace(
+                "", None
+            ),
+        )
+        .collect(engine="streaming")
     )
-    # a step belongs to the latest allocation row of its job before it
-    owner = pl.concat_str(
-        "base_job_id",
-        pl.when(pl.col("array_task").is_not_null()).then(
-            pl.format("_{}", "array_task")
-        ),
-        pl.when(pl.col("array_pending").is_not_null()).then(
-            pl.format("_[{}]", "array_pending")
-        ),
-        pl.when(pl.col("het_offset").is_not_null()).then(
-            pl.format("+{}", "het_offset")
-        ),
-        ignore_nulls=True,
-    )
-    steps = steps.with_columns(_owner=owner).sort("line_no")
-    anchors = jobs.select(_owner="job_id", _at="line_no", attempt="attempt").sort("_at")
-    steps = steps.join_asof(
-        anchors,
-        left_on="line_no",
-        right_on="_at",
-        by="_owner",
-        strategy="backward",
-        check_sortedness=False,
-    )
-    job_steps = steps.select(
-        "line_no",
-        job_id="_owner",
-        attempt="attempt",
-        step="step",
-        state="state",
-        exit_code=_field(steps, "exitcode"),
-        start_ts="start_ts",
-        end_ts="end_ts",
-        elapsed_s="elapsed_s",
-        n_nodes=pl.coalesce("n_nodes_decl", "n"),
-    )
+    job_steps, orphans = attach_steps(steps, jobs)
+    if job_steps.height:
+        jobs = step_outcome_flags(jobs, job_steps)
+    if orphans.height:
+        orphans = orphans.select(
+            "line_no", "reason", raw=_safe_raw(orphans, layouts, key)
+        )
+        rejects = pl.concat([rejects, orphans])
+    # the hosts of each allocation row: those of its (distinct) list
     job_nodes = (
-        alloc.select("index", job_id="jobid", attempt="attempt")
-        .join(hosts, on="index", how="inner")
+        alloc.lazy()
+        .select("_list", job_id="jobid", attempt="attempt")
+        .join(hosts.lazy().rename({"index": "_list"}), on="_list", how="inner")
         .select("job_id", "attempt", "host")
+        .collect(engine="streaming")
     )
     options: dict[str, Any] = {}
     if extras:
         options["ignored_columns"] = extras
-    ignored = (
+    ignored_frame = (
         pl.DataFrame(
-            {"reason": ["repeated_header"], "n_lines": [n_repeated]},
+            {"reason": list(ignored), "n_lines": list(ignored.values())},
             schema={"reason": pl.String, "n_lines": pl.Int64},
         )
-        if n_repeated
+        if ignored
         else None
     )
+    # in the store's types and one chunk, the store writes it twice as fast
+    types = POLARS_SCHEMAS["jobs"]
+    jobs = jobs.select([pl.col(c).cast(types[c]) for c in jobs.columns]).rechunk()
     return Parsed(
         n_lines=n_lines,
         tables={"jobs": jobs, "job_steps": job_steps, "job_nodes": job_nodes},
-        rejects=rejects,
+        rejects=rejects.sort("line_no"),
         options=options,
         n_loaded=jobs.height + job_steps.height,
-        ignored=ignored,
+        ignored=ignored_frame,
     )
 
 
@@ -669,7 +630,8 @@ def read_sacct(
     -------
     IngestResult
         ``n_lines`` data lines = ``n_loaded`` (allocation and step rows) +
-        ``n_rejected`` + ``n_ignored`` (repeated header lines).
+        ``n_rejected`` + ``n_ignored`` (header lines after the first, records
+        the file repeats).
 
     Raises
     ------
@@ -694,14 +656,37 @@ def read_sacct(
     Durations are ``[D-]HH:MM:SS``, ``MM:SS[.fff]`` (two parts are always
     minutes:seconds); Timelimit ``UNLIMITED`` is +inf and ``Partition_Limit``
     NULL. Times are read in ``tz`` and stored in UTC. In the hour a DST change
-    repeats, each time has two readings: Slurm computes Elapsed from epochs, so
-    the pair of Start/End readings that differ by Elapsed is taken (flag
-    ``dst_resolved_by_elapsed``); an End before Start becomes Start + Elapsed
-    (``end_from_elapsed``), so no negative duration is stored. Node lists are
-    expanded strictly (:func:`relkit.ingest.expand_hostlist`). A record is
-    rejected, with its line and the reason, for a malformed JobID, State,
-    duration, time, NNodes or node list, or a field count different from the
-    header's.
+    repeats, each time has two readings, and a time in the hour it skips has
+    two too (with the offset before and after the change): Slurm computes
+    Elapsed from epochs, so the pair of Start/End readings that differ by
+    Elapsed is taken (flag ``dst_resolved_by_elapsed``); where no pair does
+    but one within the shift, the time the DST change hit is set from the
+    other and Elapsed (``end_from_elapsed``, ``start_from_elapsed``). An End
+    before Start becomes Start + Elapsed (``end_from_elapsed``), so no
+    negative duration is stored; End - Start differing from Elapsed beyond
+    that is flagged ``elapsed_mismatch`` (Elapsed leaves out suspended time).
+
+    Every header line sets the layout of the lines after it, so dumps with
+    different ``--format`` orders can be concatenated (``new_header``,
+    ``repeated_header`` in ``ignored``); a BOM or ``\r`` around a header does
+    not hide it. A record the file holds twice is counted once
+    (``duplicate_record``); across files,
+    :func:`relkit.interruptions.drop_repeated_records` keeps one copy. Bytes
+    that are not UTF-8 are replaced by U+FFFD and the row flagged
+    ``invalid_utf8_replaced``.
+
+    Node lists are expanded strictly (:func:`relkit.ingest.expand_hostlist`),
+    a host named twice once (``nodelist_repeats_hosts``); a list naming more
+    hosts than NNodes (or :data:`relkit.ingest._hostlist.MAX_HOSTS`) is
+    rejected before it is expanded. An allocation whose steps failed or were
+    cancelled is flagged ``steps_failed`` / ``steps_cancelled``; a state
+    Slurm does not document is kept and flagged ``unknown_state``. A record
+    is rejected, with its line and the reason, for a malformed JobID, State,
+    duration, time, NNodes, GPU count (``gres/gpu=-8``) or node list, a field
+    count different from its header's, a header naming a column twice, or a
+    step whose job is not above it. With ``pseudonymize``, ``rejects.raw``
+    holds the line with its user and job name pseudonymized (or nothing but
+    a note, when its fields cannot be told apart).
 
     References
     ----------
