@@ -14,29 +14,13 @@ from typing import Any
 import polars as pl
 
 from relkit.errors import RelkitError, RelkitWarning
+from relkit.interruptions import JOB_FIELDS
 
 Emit = Callable[[Any, str], None]
 Progress = Callable[[str], None]
 ParseInstant = Callable[[str | None, str], datetime | None]
 AddArg = Callable[[argparse.ArgumentParser], None]
 
-#: ``relkit jobs --format json`` row fields (issue 5).
-JOB_FIELDS = (
-    "job_id",
-    "base_job_id",
-    "array_task",
-    "het_offset",
-    "attempt",
-    "state",
-    "cancelled_by_uid",
-    "submit_ts",
-    "start_ts",
-    "end_ts",
-    "elapsed_s",
-    "n_nodes",
-    "n_gpus",
-    "hosts",
-)
 #: ``relkit interruptions --format json`` row fields (issue 5).
 INTERRUPTION_FIELDS = (
     "job_id",

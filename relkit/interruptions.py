@@ -50,6 +50,7 @@ __all__ = [
     "ATTEMPT_SCHEMA",
     "DEFAULT_SLACK_MIN",
     "INTERRUPTION_SCHEMA",
+    "JOB_FIELDS",
     "PLANNED_FLAGS",
     "InterruptionSummary",
     "build_interruptions",
@@ -319,6 +320,25 @@ def drop_repeated_records(jobs: pl.DataFrame, job_nodes: pl.DataFrame) -> pl.Dat
     )
 
 
+#: Columns of :func:`job_table`, in order: the ``relkit jobs`` row fields (issue 5).
+JOB_FIELDS = (
+    "job_id",
+    "base_job_id",
+    "array_task",
+    "het_offset",
+    "attempt",
+    "state",
+    "cancelled_by_uid",
+    "submit_ts",
+    "start_ts",
+    "end_ts",
+    "elapsed_s",
+    "n_nodes",
+    "n_gpus",
+    "hosts",
+)
+
+
 def job_table(jobs: pl.DataFrame, job_nodes: pl.DataFrame) -> pl.DataFrame:
     """List the job records with their hosts (the ``relkit jobs`` rows).
 
@@ -361,19 +381,7 @@ def job_table(jobs: pl.DataFrame, job_nodes: pl.DataFrame) -> pl.DataFrame:
     return out.sort(
         "base_job_id", "job_id", "attempt", "source_id", nulls_last=True
     ).select(
-        "job_id",
-        "base_job_id",
-        "array_task",
-        "het_offset",
-        "attempt",
-        "state",
-        "cancelled_by_uid",
-        "submit_ts",
-        "start_ts",
-        "end_ts",
-        "elapsed_s",
-        "n_nodes",
-        "n_gpus",
+        *JOB_FIELDS[:-1],
         pl.col("hosts").fill_null(pl.lit([], dtype=pl.List(pl.String))),
     )
 
