@@ -33,6 +33,14 @@ Rules (all vectorised in polars: sort, gap flags, ``cum_sum`` run ids, as-of joi
   within ``window_min``. Context lines are counted in ``n_events`` and
   ``n_context`` but never move an incident's start, end, down time or
   transitions. Context lines with no such incident form their own incidents.
+- **Modes outside the taxonomy.** Normalised events (``relkit ingest --kind
+  events``, LANL records, any user mode such as ``gpu_memory_uce`` or
+  ``hardware/memory``) fold by the gap window like any other mode. A taxonomy
+  mode takes its category and counts-as-failure from :mod:`relkit.taxonomy`;
+  another mode from the events' own ``category`` / ``counts_as_failure``
+  columns when present, else from a ``failure_modes`` table (the store's), else
+  the part of the mode before ``/`` when it is a taxonomy category, else
+  ``unknown``; it counts as a failure unless a column or the table says not.
 - **Rate limiting.** An incident with any event flagged ``rate_limited`` has
   ``lower_bound_count`` True: its raw line count is a lower bound.
 - **No wall time.** Events whose ``ts`` is NULL cannot be placed in time and are
@@ -50,7 +58,7 @@ import polars as pl
 
 from relkit.errors import InvalidParameterError, SchemaError
 from relkit.schema import UTC, require_columns
-from relkit.taxonomy import FAILURE_MODES
+from relkit.taxonomy import CATEGORIES, FAILURE_MODES
 
 __all__ = [
     "INCIDENT_FLAG",
@@ -106,6 +114,15 @@ INCIDENT_SCHEMA = pl.Schema(
     }
 )
 
+#: Optional columns of the events frame that give a non-taxonomy mode its
+#: category and whether it counts as a failure.
+OPTIONAL_EVENT_COLUMNS = ("category", "counts_as_failure")
+#: Columns :func:`build_incidents` reads from its ``failure_modes`` argument.
+FAILURE_MODE_COLUMNS = ("failure_mode", "category", "counts_as_failure")
+
+_TRUE = ("true", "t", "yes", "y", "1")
+_FALSE = ("false", "f", "no", "n", "0")
+
 _UNGROUPED_NO_TIME = "no_wall_time"
 _UNGROUPED_ORPHAN_UP = "link_up_without_down"
 
@@ -135,6 +152,68 @@ def _flag(name: str) -> pl.Expr:
     )
 
 
+def _as_bool(frame: pl.DataFrame, column: str, *, where: str) -> pl.Expr:
+    """Read a yes/no column: Boolean, integer 0/1, or text true/false/yes/no/1/0."""
+    dtype = frame.schema[column]
+    col = pl.col(column)
+    if dtype == pl.Boolean or dtype == pl.Null:
+        return col.cast(pl.Boolean)
+    if dtype.is_integer():
+        bad = frame.filter(~col.is_in([0, 1]) & col.is_not_null())
+        if bad.height == 0:
+            return col.cast(pl.Boolean)
+        found = bad.get_column(column).unique().sort().head(5).to_list()
+    elif dtype == pl.String:
+        text = col.str.strip_chars().str.to_lowercase()
+        bad = frame.filter(
+            ~text.is_in([*_TRUE, *_FALSE]) & col.is_not_null() & (text != "")
+        )
+        if bad.height == 0:
+            return (
+                pl.when(text.is_in(_TRUE))
+                .then(pl.lit(value=True))
+                .when(text.is_in(_FALSE))
+                .then(pl.lit(value=False))
+            )
+        found = bad.get_column(column).unique().sort().head(5).to_list()
+    else:
+        found = [str(dtype)]
+    msg = (
+        f"{where}: column {column} must hold true/false (Boolean, 0/1 or the "
+        f"words true/false/yes/no), found {found}. Fix the input, e.g. "
+        f"pl.col('{column}') == 'Y' for a Y/N column."
+    )
+    raise SchemaError(msg)
+
+
+def _mode_table(failure_modes: pl.DataFrame | None) -> pl.DataFrame:
+    """Check a ``failure_modes`` frame: ``failure_mode, _fm_category, _fm_counts``."""
+    where = "build_incidents(failure_modes=...)"
+    if failure_modes is None:
+        return pl.DataFrame(
+            schema={
+                "failure_mode": pl.String,
+                "_fm_category": pl.String,
+                "_fm_counts": pl.Boolean,
+            }
+        )
+    require_columns(failure_modes, list(FAILURE_MODE_COLUMNS), where=where)
+    table = failure_modes.select(
+        pl.col("failure_mode").cast(pl.String),
+        _fm_category=pl.col("category").cast(pl.String),
+        _fm_counts=_as_bool(failure_modes, "counts_as_failure", where=where),
+    ).filter(pl.col("failure_mode").is_not_null())
+    repeated = table.filter(pl.col("failure_mode").is_duplicated())
+    if repeated.height:
+        names = repeated.get_column("failure_mode").unique().sort().head(5).to_list()
+        msg = (
+            f"{where}: one row per failure_mode expected, found repeated {names}; "
+            "keep one, e.g. failure_modes.unique('failure_mode', keep='first')."
+        )
+        raise SchemaError(msg)
+    return table
+
+
 def _prepare(events: pl.DataFrame, *, where: str) -> pl.DataFrame:
     """Check the events frame and return the columns used, with a row index."""
     require_columns(events, list(EVENT_COLUMNS), where=where)
@@ -147,6 +226,16 @@ def _prepare(events: pl.DataFrame, *, where: str) -> pl.DataFrame:
         )
         raise SchemaError(msg)
     system = pl.col("system") if "system" in events.columns else pl.lit(None)
+    category = (
+        pl.col("category").cast(pl.String)
+        if "category" in events.columns
+        else pl.lit(None, dtype=pl.String)
+    )
+    counts = (
+        _as_bool(events, "counts_as_failure", where=where)
+        if "counts_as_failure" in events.columns
+        else pl.lit(None, dtype=pl.Boolean)
+    )
     return (
         events.with_row_index("_row")
         .select(
@@ -157,6 +246,8 @@ def _prepare(events: pl.DataFrame, *, where: str) -> pl.DataFrame:
             pl.col("source_id").cast(pl.Int32),
             pl.col("line_no").cast(pl.Int64),
             system.cast(pl.String).alias("system"),
+            category.alias("_category"),
+            counts.alias("_counts_col"),
         )
         .with_columns(_rate=_flag("rate_limited"), _dupflag=_flag("duplicate_line"))
     )
@@ -483,6 +574,7 @@ def build_incidents(
     window_min: float = 10.0,
     flap_debounce_min: float = 5.0,
     end_of_log: datetime | None = None,
+    failure_modes: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     r"""Fold failure-log events into incidents.
 
@@ -493,6 +585,9 @@ def build_incidents(
         null), ``host``, ``device``, ``code``, ``failure_mode``, ``severity``,
         ``flags`` (comma-separated, e.g. ``"rate_limited,duplicate_line"``),
         ``source_id``, ``line_no``; ``system`` is carried when present.
+        Optional ``category`` (text) and ``counts_as_failure`` (Boolean, 0/1
+        or true/false text) give modes outside the taxonomy their category
+        and whether they count (ignored for taxonomy modes).
     window_min : float, default 10.0
         Largest gap in minutes between consecutive events of one incident, and
         how near a sympathetic Xid must be to the incident it folds into (>= 0).
@@ -503,6 +598,12 @@ def build_incidents(
         End of observation (time-zone aware), where open link incidents are
         censored. Defaults to the last event's ``ts``; pass the log's last line
         time when it is later (a trailing line that is not an event).
+    failure_modes : pl.DataFrame, optional
+        Category and counts-as-failure of modes outside the taxonomy, one row
+        per ``failure_mode`` with ``category`` and ``counts_as_failure``
+        (Boolean), e.g. the store's ``failure_modes`` table
+        (``store.table("failure_modes")``). Used where the events carry no
+        ``category`` / ``counts_as_failure`` of their own.
 
     Returns
     -------
@@ -513,8 +614,13 @@ def build_incidents(
         - ``host``, ``device``, ``failure_mode``: the incident's key (link
           incidents have mode ``network/link_down``);
         - ``category``, ``counts_as_failure``: from :mod:`relkit.taxonomy`
-          (``nvswitch/sxid`` counts only when an event's severity is fatal;
-          modes outside the taxonomy get ``"unknown"`` and count);
+          (``nvswitch/sxid`` counts only when an event's severity is fatal).
+          A mode outside the taxonomy takes, in this order, the first non-null
+          value of the incident's own events' ``category`` /
+          ``counts_as_failure`` columns, the ``failure_modes`` row of its mode,
+          for the category the part of the mode before ``/`` when that is one
+          of :data:`relkit.taxonomy.CATEGORIES` (``hardware/memory`` →
+          ``hardware``), and last ``"unknown"`` and True;
         - ``start_ts``, ``end_ts`` (UTC): first and last event, folded
           sympathetic ones included, context lines not; ``end_ts`` is null for
           an open incident;
@@ -538,7 +644,9 @@ def build_incidents(
     Raises
     ------
     SchemaError
-        If a column is missing or ``ts`` is not a UTC datetime.
+        If a column is missing, ``ts`` is not a UTC datetime, a
+        ``counts_as_failure`` column holds something other than true/false, or
+        ``failure_modes`` lacks a column or repeats a mode.
     InvalidParameterError
         If a window is negative or not finite, or ``end_of_log`` is naive or
         before the last event.
@@ -585,10 +693,33 @@ def build_incidents(
     >>> inc = build_incidents(ev)
     >>> inc.select("failure_mode", "category", "n_events", "n_sympathetic").rows()
     [('gpu/application_error', 'user', 3, 2)]
+
+    A mode outside the taxonomy (a normalised events table) folds the same way:
+
+    >>> t = [datetime(2025, 3, 1, 0, m, tzinfo=UTC) for m in (0, 4, 30)]
+    >>> ev = ev.head(0).vstack(
+    ...     pl.DataFrame(
+    ...         {
+    ...             "ts": t,
+    ...             "host": "n1",
+    ...             "device": None,
+    ...             "code": None,
+    ...             "failure_mode": "hardware/memory",
+    ...             "severity": None,
+    ...             "flags": None,
+    ...             "source_id": 1,
+    ...             "line_no": [2, 3, 4],
+    ...         },
+    ...         schema=ev.schema,
+    ...     )
+    ... )
+    >>> build_incidents(ev).select("category", "n_events", "counts_as_failure").rows()
+    [('hardware', 2, True), ('hardware', 1, True)]
     """
     window = _minutes(window_min, "window_min")
     debounce = _minutes(flap_debounce_min, "flap_debounce_min")
     prepared = _prepare(events, where="build_incidents")
+    modes = _mode_table(failure_modes)
     timed = prepared.filter(pl.col("ts").is_not_null())
     end = _end_of_log(timed, end_of_log)
     if timed.height == 0:
@@ -623,6 +754,8 @@ def build_incidents(
                 pl.col("severity").drop_nulls().first(),
             ),
             system=pl.col("system").drop_nulls().first(),
+            _ev_category=pl.col("_category").filter(own).drop_nulls().first(),
+            _ev_counts=pl.col("_counts_col").filter(own).drop_nulls().first(),
             source_id=pl.col("source_id").filter(own).first(),
             line_no=pl.col("line_no").filter(own).first(),
             _closed_s=pl.col("_dur_s").sum(),
@@ -634,17 +767,27 @@ def build_incidents(
     taxonomy = FAILURE_MODES.select(
         "failure_mode", "category", _counts="counts_as_failure"
     )
+    prefix = pl.col("failure_mode").str.extract(r"^([^/]+)/", 1)
     out = (
         grouped.join(taxonomy, on="failure_mode", how="left")
+        .join(modes, on="failure_mode", how="left")
         .with_columns(
             is_open=is_link & pl.col("is_open"),
             end_ts=pl.when(is_link & pl.col("is_open"))
             .then(pl.lit(None, dtype=UTC))
             .otherwise(pl.col("_last")),
-            category=pl.col("category").fill_null("unknown"),
+            category=pl.coalesce(
+                "category",
+                "_ev_category",
+                "_fm_category",
+                pl.when(prefix.is_in(CATEGORIES)).then(prefix),
+                pl.lit("unknown"),
+            ),
             counts_as_failure=pl.when(pl.col("failure_mode") == SXID)
             .then(pl.col("_fatal").fill_null(value=False))
-            .otherwise(pl.col("_counts").fill_null(value=True)),
+            .otherwise(
+                pl.coalesce("_counts", "_ev_counts", "_fm_counts", pl.lit(value=True))
+            ),
             down_s=pl.when(is_link).then(
                 pl.col("_closed_s")
                 + pl.when(pl.col("is_open")).then(censored_s).otherwise(0.0)

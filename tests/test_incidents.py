@@ -25,7 +25,7 @@ from relkit.incidents import (
     ungrouped_events,
 )
 from relkit.schema import POLARS_SCHEMAS
-from relkit.taxonomy import mode_for_xid, table5_shape
+from relkit.taxonomy import FAILURE_MODES, mode_for_xid, table5_shape
 
 CASES = SHARED / "cases"
 EVENTS_SCHEMA = POLARS_SCHEMAS["events"]
@@ -618,7 +618,12 @@ def test_sxid_counts_only_when_fatal() -> None:
 
 
 def test_modes_outside_taxonomy_are_grouped_and_counted() -> None:
-    """A mode the taxonomy does not name (e.g. LANL's) is kept: category unknown."""
+    """A mode the taxonomy does not name (e.g. LANL's) is kept and counted.
+
+    Its category is the part before "/" when that is a taxonomy category
+    (issue 9 §4; relkit.taxonomy.CATEGORIES holds "hardware"), no longer
+    "unknown".
+    """
     t0 = datetime(2025, 3, 1, tzinfo=UTC)
     rows = [
         {"line_no": i, "ts": t0 + timedelta(minutes=i), "host": "n", "code": None}
@@ -627,8 +632,160 @@ def test_modes_outside_taxonomy_are_grouped_and_counted() -> None:
     ]
     inc = build_incidents(_events(rows))
     assert inc.select("category", "counts_as_failure", "n_events", "system").rows() == [
-        ("unknown", True, 3, "20")
+        ("hardware", True, 3, "20")
     ]
+
+
+# -- normalised events (modes outside the taxonomy), issue 9 §4 --------------------
+def _uce(host: str, minute: int, line: int, **kw: object) -> dict:
+    """One ``gpu_memory_uce`` row of a normalised events table at 00:MM."""
+    ts = datetime(2025, 3, 1, 0, minute, tzinfo=UTC)
+    return {
+        "line_no": line,
+        "ts": ts,
+        "host": host,
+        "failure_mode": "gpu_memory_uce",
+        **kw,
+    }
+
+
+def _uce_rows(**kw: object) -> list[dict]:
+    """n1 at 00:00, 00:04, 00:09, 00:30 and n2 at 00:01 (brief of issue 9 C)."""
+    spots = [("n1", 0), ("n1", 4), ("n1", 9), ("n1", 30), ("n2", 1)]
+    return [_uce(h, m, i, **kw) for i, (h, m) in enumerate(spots, start=2)]
+
+
+def test_normalised_mode_folds_like_a_kernel_mode() -> None:
+    """Hand count with window 10 min: gaps on n1 are 4, 5 (fold) and 21 min (new).
+
+    n1: 00:00-00:09 with 3 events, then 00:30 alone; n2: 00:01 alone -> 3
+    incidents. The mode is not in the taxonomy and names no category before a
+    "/", so the category is "unknown" and it counts as a failure.
+    """
+    inc = build_incidents(_events(_uce_rows()), window_min=10.0)
+    t = [datetime(2025, 3, 1, 0, m, tzinfo=UTC) for m in (0, 9, 30, 1)]
+    got = inc.select(
+        "host", "start_ts", "end_ts", "n_events", "category", "counts_as_failure"
+    ).rows()
+    assert got == [
+        ("n1", t[0], t[1], 3, "unknown", True),
+        ("n1", t[2], t[2], 1, "unknown", True),
+        ("n2", t[3], t[3], 1, "unknown", True),
+    ]
+    assert count_failures(inc, by=()).rows() == [(3, 5, 0)]
+
+
+def test_normalised_mode_window_edges() -> None:
+    """Gap <= window folds: window 5 min keeps 00:04-00:09 (5 min) together.
+
+    n1 gaps are 4, 5 and 21 min: window 5 -> {00:00, 00:04, 00:09}, {00:30};
+    window 4.9 -> {00:00, 00:04}, {00:09}, {00:30}; plus n2's one incident.
+    """
+    ev = _events(_uce_rows())
+    assert build_incidents(ev, window_min=5.0)["n_events"].to_list() == [3, 1, 1]
+    assert build_incidents(ev, window_min=4.9)["n_events"].to_list() == [2, 1, 1, 1]
+
+
+def test_category_column_of_the_events_wins() -> None:
+    """The events' own category and counts_as_failure come first (issue 9 §4)."""
+    rows = _uce_rows(category="hardware", counts_as_failure=False)
+    ev = _events(rows).with_columns(
+        category=pl.lit("hardware"), counts_as_failure=pl.lit(value=False)
+    )
+    modes = pl.DataFrame(
+        {
+            "failure_mode": ["gpu_memory_uce"],
+            "category": ["software"],
+            "counts_as_failure": [True],
+        }
+    )
+    inc = build_incidents(ev, failure_modes=modes)
+    assert set(inc.select("category", "counts_as_failure").rows()) == {
+        ("hardware", False)
+    }
+
+
+def test_failure_modes_table_gives_category_and_count() -> None:
+    """Without columns on the events, the store's failure_modes row decides."""
+    modes = pl.DataFrame(
+        {
+            "failure_mode": ["gpu_memory_uce", "other"],
+            "category": ["hardware", "user"],
+            "counts_as_failure": [False, True],
+        }
+    )
+    inc = build_incidents(_events(_uce_rows()), failure_modes=modes)
+    assert inc.select("category", "counts_as_failure").unique().rows() == [
+        ("hardware", False)
+    ]
+    assert count_failures(inc, by=()).rows() == [(0, 0, 0)]
+
+
+def test_text_counts_column_and_null_fallthrough() -> None:
+    """counts_as_failure as text; a null category falls through to the prefix.
+
+    "hardware/memory" rows: category null on the events -> "hardware" from the
+    prefix; counts "no" -> False; "yes" -> True (one incident each, 60 min
+    apart with window 10).
+    """
+    t0 = datetime(2025, 3, 1, tzinfo=UTC)
+    rows = [
+        {"line_no": 2, "ts": t0, "host": "n1", "failure_mode": "hardware/memory"},
+        {
+            "line_no": 3,
+            "ts": t0 + timedelta(minutes=60),
+            "host": "n1",
+            "failure_mode": "hardware/memory",
+        },
+    ]
+    ev = _events(rows).with_columns(
+        category=pl.lit(None, dtype=pl.String),
+        counts_as_failure=pl.Series(["no", "yes"]),
+    )
+    assert build_incidents(ev).select("category", "counts_as_failure").rows() == [
+        ("hardware", False),
+        ("hardware", True),
+    ]
+
+
+def test_taxonomy_modes_ignore_the_optional_columns() -> None:
+    """A taxonomy mode keeps the taxonomy's category (Xid 79: gpu/fallen_off_bus)."""
+    rows = [
+        {
+            "line_no": 2,
+            "ts": datetime(2025, 3, 1, tzinfo=UTC),
+            "host": "n1",
+            "device": "0000:3b:00",
+            "code": "79",
+            "failure_mode": "gpu/fallen_off_bus",
+        }
+    ]
+    ev = _events(rows).with_columns(
+        category=pl.lit("user"), counts_as_failure=pl.lit(value=False)
+    )
+    inc = build_incidents(ev)
+    expected = FAILURE_MODES.filter(pl.col("failure_mode") == "gpu/fallen_off_bus")
+    assert (
+        inc.select("category", "counts_as_failure").rows()
+        == expected.select("category", "counts_as_failure").rows()
+    )
+
+
+def test_bad_failure_modes_and_counts_are_refused() -> None:
+    ev = _events(_uce_rows())
+    with pytest.raises(SchemaError, match="counts_as_failure"):
+        build_incidents(ev, failure_modes=pl.DataFrame({"failure_mode": ["x"]}))
+    twice = pl.DataFrame(
+        {
+            "failure_mode": ["gpu_memory_uce"] * 2,
+            "category": ["hardware", "user"],
+            "counts_as_failure": [True, True],
+        }
+    )
+    with pytest.raises(SchemaError, match="repeated"):
+        build_incidents(ev, failure_modes=twice)
+    with pytest.raises(SchemaError, match="true/false"):
+        build_incidents(ev.with_columns(counts_as_failure=pl.lit("maybe")))
 
 
 def test_empty_and_all_null_ts() -> None:
