@@ -72,6 +72,7 @@ def _job_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame]:
     with Store(args.db, read_only=True) as store:
         jobs, nodes = store.table("jobs"), store.table("job_nodes")
         events, sources = store.table("events"), store.table("sources")
+        modes = store.table("failure_modes")
     if jobs.height == 0:
         msg = (
             f"{args.db} holds no job records; ingest a job log first, e.g. "
@@ -87,6 +88,7 @@ def _job_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame]:
         slack_min=args.slack_min,
         after_end_min=args.after_end_min,
         gpus_per_node=args.gpus_per_node,
+        failure_modes=modes,
     )
 
 

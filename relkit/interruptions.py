@@ -43,6 +43,7 @@ from typing import Any
 import polars as pl
 
 from relkit.errors import InvalidParameterError
+from relkit.incidents import build_incidents
 from relkit.schema import UTC, require_columns
 from relkit.taxonomy import FAILURE_MODES, LLAMA3_TABLE5
 
@@ -725,8 +726,9 @@ def build_interruptions(
         :data:`ATTEMPT_SCHEMA`; ``flags``, ``submit_ts`` and the descriptive
         columns may be missing).
     incidents : pl.DataFrame
-        Failure incidents from :func:`relkit.fleet.incident_table` (or
-        :func:`relkit.incidents.build_incidents`): ``host``, ``device``,
+        Failure incidents from :func:`relkit.incidents.build_incidents` (as
+        :func:`job_interruptions` builds them from the store's events):
+        ``host``, ``device``,
         ``failure_mode``, ``category``, ``start_ts`` (UTC),
         ``counts_as_failure``. May be empty (no failure logs ingested).
     slack_min : float, default 45.0
@@ -1275,6 +1277,7 @@ def job_interruptions(
     slack_min: float = DEFAULT_SLACK_MIN,
     after_end_min: float = 1.0,
     gpus_per_node: int | None = None,
+    failure_modes: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Build job attempts and their interruptions from a store's tables.
 
@@ -1283,12 +1286,14 @@ def job_interruptions(
     jobs, job_nodes : pl.DataFrame
         The store's ``jobs`` and ``job_nodes`` tables.
     events : pl.DataFrame
-        The store's ``events`` table (kernel-log and nvidia-smi signals are
-        folded into incidents with :func:`relkit.fleet.incident_table`; may be
-        empty).
+        The store's ``events`` table, folded into incidents with
+        :func:`relkit.incidents.build_incidents`: kernel-log and nvidia-smi
+        signals and rows of normalised event tables alike (modes outside the
+        taxonomy included); may be empty.
     end_of_log : datetime, optional
         End of the failure logs (open link incidents are censored there), e.g.
-        :func:`relkit.fleet.log_end` of the ``sources`` table.
+        the latest ``log_end_ts`` of the store's ``sources``; moved to the last
+        event when earlier.
     window_min : float, default 10.0
         Incident gap window, minutes.
     slack_min, after_end_min : float, default 45.0 and 1.0
@@ -1296,6 +1301,10 @@ def job_interruptions(
         (:func:`build_interruptions`, :data:`DEFAULT_SLACK_MIN`).
     gpus_per_node : int, optional
         GPUs per node where a job record has no GPU count.
+    failure_modes : pl.DataFrame, optional
+        The store's ``failure_modes`` table (``failure_mode, category,
+        counts_as_failure``): category of modes outside the taxonomy, as in
+        :func:`relkit.incidents.build_incidents`.
 
     Returns
     -------
@@ -1311,10 +1320,16 @@ def job_interruptions(
     InvalidParameterError
         If a window, slack or ``gpus_per_node`` is out of range.
     """
-    from relkit.fleet import incident_table
-
     attempts = build_job_attempts(jobs, job_nodes, gpus_per_node=gpus_per_node)
-    incidents = incident_table(events, window_min=window_min, end_of_log=end_of_log)
+    last = events.get_column("ts").max() if "ts" in events.columns else None
+    if end_of_log is not None and last is not None:
+        end_of_log = max(end_of_log, last)  # type: ignore[type-var]
+    incidents = build_incidents(
+        events,
+        window_min=window_min,
+        end_of_log=end_of_log,
+        failure_modes=failure_modes,
+    )
     return attempts, build_interruptions(
         attempts, incidents, slack_min=slack_min, after_end_min=after_end_min
     )

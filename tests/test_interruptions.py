@@ -19,6 +19,7 @@ from relkit.interruptions import (
     job_table,
     root_cause_table,
 )
+from relkit.schema import POLARS_SCHEMAS
 from relkit.store import Store
 
 DATA = Path(__file__).parent / "data"
@@ -478,3 +479,52 @@ def test_overlapping_daily_dumps_count_a_job_once(tmp_path: Path) -> None:
         ("9002", "REQUEUED"),
     ]
     assert root_cause_table(iv).filter(kind="unexpected")["interruptions"].sum() == 3
+
+
+def test_normalised_events_interrupt_jobs_like_kernel_events(tmp_path: Path) -> None:
+    """A normalised ``gpu_memory_uce`` event (issue 9 §4) is an incident too.
+
+    Job 9001 ends NODE_FAIL at 12:00 on g1, g2; two rows of the mode on g1 at
+    11:50 and 11:55 fold into one incident (gap 5 min <= 10) starting 11:50,
+    inside the 45 min attribution slack, so it is the cause. The mode is
+    outside the taxonomy with no "/", so its category, the cause, is "unknown";
+    with a failure_modes row saying "hardware" it is "hardware".
+    """
+    psv = tmp_path / "a.psv"
+    psv.write_text(
+        "JobID|State|ExitCode|Start|End|Elapsed|NNodes|NodeList\n"
+        "9001|NODE_FAIL|1:0|2025-03-01T00:00:00|2025-03-01T12:00:00|12:00:00|2|"
+        "g[1-2]\n"
+    )
+    store = Store(":memory:")
+    read_sacct(store, psv, tz="UTC")
+    schema = POLARS_SCHEMAS["events"]
+    at = [datetime(2025, 3, 1, 11, m, tzinfo=UTC) for m in (50, 55)]
+    rows = [
+        {
+            "source_id": 9,
+            "line_no": i,
+            "ts": t,
+            "host": "g1",
+            "failure_mode": "gpu_memory_uce",
+        }
+        for i, t in enumerate(at, start=2)
+    ]
+    events = pl.DataFrame(
+        [dict.fromkeys(schema.names()) | r for r in rows], schema=schema
+    )
+    jobs, nodes = store.table("jobs"), store.table("job_nodes")
+    _, iv = job_interruptions(jobs, nodes, events)
+    cols = ("job_id", "cause", "failure_mode", "host", "incident_ts")
+    assert iv.select(cols).rows() == [
+        ("9001", "unknown", "gpu_memory_uce", "g1", at[0])
+    ]
+    modes = pl.DataFrame(
+        {
+            "failure_mode": ["gpu_memory_uce"],
+            "category": ["hardware"],
+            "counts_as_failure": [True],
+        }
+    )
+    _, iv = job_interruptions(jobs, nodes, events, failure_modes=modes)
+    assert iv["cause"].to_list() == ["hardware"]
