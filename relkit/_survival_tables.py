@@ -28,6 +28,7 @@ __all__ = [
     "build_tbf_exclusions",
     "build_tbf_table",
     "model_density",
+    "split_groups",
     "validate_survival_table",
 ]
 
@@ -735,7 +736,7 @@ def build_first_failure_table(
     return table.filter(pl.col("gap_index") == 0).drop("gap_index")
 
 
-def _groups(
+def split_groups(
     table: pl.DataFrame, by: Sequence[str]
 ) -> list[tuple[dict[str, Any], pl.DataFrame]]:
     """Split a table into (key dict, sub-frame) pairs sorted by key."""
@@ -836,7 +837,7 @@ def model_density(
             float(p.select(positive.min()).item() or 0.0),
             float(p["stop_h"].max() or 0.0),
         )
-        for k, p in _groups(table, by)
+        for k, p in split_groups(table, by)
     }
     rows: list[pl.DataFrame] = []
     ok = fits.filter(

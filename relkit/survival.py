@@ -43,12 +43,12 @@ import numpy as np
 import polars as pl
 
 from relkit._survival_tables import (
-    _groups,
     build_first_failure_table,
     build_lifetime_table,
     build_tbf_exclusions,
     build_tbf_table,
     model_density,
+    split_groups,
     validate_survival_table,
 )
 from relkit.errors import ConvergenceError, InsufficientDataError, SchemaError
@@ -338,7 +338,7 @@ def fit_lifetime_models(
         raise SchemaError(msg)
     table = _prepare(table, by, invalid, where)
     rows = []
-    for key, part in _groups(table, by):
+    for key, part in split_groups(table, by):
         n_units = (
             part["unit_id"].n_unique() if "unit_id" in part.columns else part.height
         )
@@ -462,7 +462,7 @@ def fit_lifetimes(
         invalid=invalid,
     )
     rows = []
-    for key, part in _groups(long, by):
+    for key, part in split_groups(long, by):
         ok = part.filter(pl.col("status").str.starts_with("ok"))
         best = ok.sort("aic", maintain_order=True).head(1)
         weib = part.filter(pl.col("model") == "weibull").row(0, named=True)
@@ -563,7 +563,7 @@ def _curve(
         if kind == "km"
         else ("cumulative_hazard", "cumulative_hazard_lower", "cumulative_hazard_upper")
     )
-    groups = _groups(table, by)
+    groups = split_groups(table, by)
     budget = max(max_rows // max(len(groups), 1), 2)
     frames = []
     for key, part in groups:
@@ -831,7 +831,7 @@ def cumulative_incidence(
     require_columns(table, [mode], where=where)
     table = _prepare(table, by, invalid, where)
     frames = []
-    for key, part in _groups(table, by):
+    for key, part in split_groups(table, by):
         entry = part["entry_h"].to_numpy()
         stop = part["stop_h"].to_numpy()
         obs = part["observed"].to_numpy()
