@@ -1,6 +1,6 @@
 """Incident de-duplication (issue 3 §3): cases C03 and C05, and invariants.
 
-The event frames below mirror /work/shared/cases/C03-xid-storm-dedup.log and
+The event frames below mirror shared/cases/C03-xid-storm-dedup.log and
 C05-roce-ib-link-flap.log line by line (line_no = the file's line number), as the
 kernel-log reader stores them; lines that are not events (GPU map, RPC history,
 rate-limit notice, cron) are absent, as they are from the store.

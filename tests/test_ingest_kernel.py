@@ -1,7 +1,7 @@
 """Kernel/syslog ingest: the C01, C03, C05 expectations, gpud fixtures, times, safety.
 
-Case expectations are from /work/shared/cases/README.md (C01, C03, C05); the
-inputs are read from /work/shared/cases and skipped when absent. The gpud
+Case expectations are from shared/cases/README.md (C01, C03, C05); the
+inputs are read from shared/cases and skipped when absent. The gpud
 fixtures are the Apache-2.0 copies in datasets/gpud (see its NOTICE).
 """
 

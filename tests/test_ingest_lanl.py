@@ -1,6 +1,6 @@
 """Ingest of the LANL failure records 1996-2005 (LA-UR-05-7318).
 
-Reference counts come from /work/shared/reference/README.md ("Real-data facts")
+Reference counts come from shared/reference/README.md ("Real-data facts")
 and datasets/lanl/PROVENANCE.md ("Quirks"), both checked on this file's bytes
 (sha256 516c88f0...d175).
 """

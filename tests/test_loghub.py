@@ -2,7 +2,7 @@
 
 The samples and their ``_structured.csv`` ground truth are loghub's (Zhu et al.,
 ISSRE 2023, https://github.com/logpai/loghub), research-only: they are read from
-/work/shared/datasets/loghub-hpc-logs and never copied into the project; the
+shared/datasets/loghub-hpc-logs and never copied into the project; the
 tests skip when the folder is absent. Targets from issue 3 §4: every line
 accounted for, host and time for >= 99% of lines agreeing with the ground truth,
 <= 1% of normal-labelled lines becoming failure events.

@@ -471,7 +471,7 @@ SACCT_COLUMNS = (
 def test_sacct_dump_has_slurm_shapes(written: tuple[Path, object]) -> None:
     """``sacct.psv`` looks like ``sacct -P`` output (cases C08, C09, C20).
 
-    Expected: the shapes of /work/shared/cases C08 (states, array ids, steps),
+    Expected: the shapes of shared/cases/README.md C08 (states, array ids, steps),
     C09 (``[D-]HH:MM:SS``) and C20 (compressed host lists).
     """
     out, sim = written
@@ -604,7 +604,7 @@ def test_background_sizes_follow_kokolis_shape() -> None:
     research clusters (most jobs under one node, most GPU time in jobs of 256
     GPUs or more, as issue 4 quotes it), and 150 M GPU-hours over 4 M jobs =
     37.5 GPU-hours a job (the abstract;
-    /work/shared/datasets/paper-tables/kokolis2024_rsc_headline_stats.csv).
+    datasets/paper-tables/kokolis2024_rsc_headline_stats.csv).
     The docstring of relkit.simulate._background claims about 64 % of jobs
     under one node, 63 % of the drawn GPU time in jobs of >= 256 GPUs and
     37.5 GPU-hours a job: checked here on 300,000 drawn jobs.
@@ -791,7 +791,7 @@ def test_ref_rsc1_node_failure_rate(tmp_path: Path) -> None:
 
     Expected: Kokolis et al. (arXiv:2410.21680, doi:10.1109/HPCA61900.2025.00096),
     RSC-1 node failure rate 6.50 per 1000 node-days
-    (/work/shared/datasets/paper-tables/kokolis2024_rsc_headline_stats.csv).
+    (datasets/paper-tables/kokolis2024_rsc_headline_stats.csv).
     Every mode that counts and interrupts (job-dependent ones at their rate per
     node-day with a job) is part of r_f; the user-code errors and information
     modes are not. ``ground_truth.json`` records the total.

@@ -37,7 +37,7 @@ from relkit.survival import (
 CASES = SHARED / "cases"
 LANL = relkit_datasets.path("lanl")  # the bundled copy of the LANL data
 
-# Oracle S1 (/work/shared/reference/README.md, "Survival oracles")
+# Oracle S1 (shared/reference/README.md, "Survival oracles")
 S1_T = [120.0, 340, 510, 760, 980, 1150, 1400, 1720, 2000, 2000, 2000, 2000]
 S1_E = [1, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0, 0]
 S1_L = [0.0, 0, 100, 200, 0, 300, 0, 500, 0, 250, 600, 0]

@@ -19,7 +19,7 @@ from relkit.taxonomy import (
     table5_shape,
 )
 
-#: The contract table of /work/notes/CONTRACTS3.md (issue 3 §2), code by code.
+#: The contract table of issue 3 §2 ("Signals and the taxonomy"), code by code.
 CONTRACT_XIDS = {
     "gpu/fallen_off_bus": [79],
     "gpu/hbm_uncorrectable": [48, 94, 95, 140, 64, 171],

@@ -4,7 +4,7 @@
     Llama 3 405B pre-training (Llama Team [1]_, §3.3.4, Table 5): 16,384 H100
     GPUs (2,048 nodes) training for 54 days, 419 unexpected interruptions in
     the 18 root-cause rows of Table 5 plus 47 planned ones (the paper's text,
-    as quoted in ``/work/shared/datasets/paper-tables/PROVENANCE.md``). Each
+    as quoted in ``datasets/paper-tables/PROVENANCE.md`` in the repository). Each
     row's count becomes a failure rate per node-hour of the run's nodes,
     divided over the row's failure modes by :data:`LLAMA3_MODE_WEIGHTS`; the
     spare nodes fail at the same rates.
