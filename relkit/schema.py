@@ -61,6 +61,8 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "counts_as_failure": "BOOLEAN",
         "llama3_row": "VARCHAR",
         "description": "VARCHAR",
+        # schema 4: modes a normalised events file declared (NULL: the taxonomy)
+        "declared_source_id": "INTEGER",
     },
     "assets": {
         "source_id": "INTEGER",
@@ -73,6 +75,8 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "out_of_service_ts": "TIMESTAMPTZ",
         "observed_from_ts": "TIMESTAMPTZ",
         "attrs": "VARCHAR",
+        # schema 4: comma-separated flags (in_service_unknown, dst_ambiguous, ...)
+        "flags": "VARCHAR",
     },
     "jobs": {
         "source_id": "INTEGER",
@@ -122,6 +126,14 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "job_id": "VARCHAR",
         "attempt": "INTEGER",
         "host": "VARCHAR",
+    },
+    # schema 4: what span of time each host's lines of a kernel log cover
+    "log_spans": {
+        "source_id": "INTEGER",
+        "host": "VARCHAR",
+        "first_ts": "TIMESTAMPTZ",
+        "last_ts": "TIMESTAMPTZ",
+        "n_lines": "BIGINT",
     },
     "checkpoints": {
         "source_id": "INTEGER",

@@ -24,12 +24,13 @@ __all__ = ["SCHEMA_VERSION", "Store", "file_sha256"]
 #: Bumped whenever a table's columns change; a store of another version is refused
 #: (except the versions in :data:`_UPGRADABLE`, upgraded in place when opened for
 #: writing). 3: job-log columns of ``jobs``, ``job_steps``, ``job_nodes.source_id``.
-SCHEMA_VERSION = 3
+#: 4: ``assets.flags``, ``failure_modes.declared_source_id``, table ``log_spans``.
+SCHEMA_VERSION = 4
 
 #: Older schema versions an open for writing upgrades in place, by adding the
 #: columns and tables that came later (no row changes: the tables they extend
 #: had no reader before).
-_UPGRADABLE = ("2",)
+_UPGRADABLE = ("2", "3")
 
 #: Sort keys, so every table comes out in a fixed order.
 _SORT_KEYS: dict[str, list[str]] = {
@@ -43,6 +44,7 @@ _SORT_KEYS: dict[str, list[str]] = {
     "job_steps": ["job_id", "attempt", "step", "source_id", "line_no"],
     "job_nodes": ["job_id", "attempt", "host", "source_id"],
     "checkpoints": ["run_id", "ts", "source_id", "line_no"],
+    "log_spans": ["source_id", "host"],
 }
 
 
@@ -103,13 +105,15 @@ class Store:
     RelkitError
         If the file is not a DuckDB database, is a DuckDB database of another
         program (tables but no ``relkit_meta``; it is left unchanged), or is a
-        relkit store of another schema version (a version-2 store opened
+        relkit store of another schema version (a version-2 or -3 store opened
         read-only is refused with how to upgrade it).
 
     Notes
     -----
-    A store of schema version 2 opened for writing is upgraded in place to
-    version 3 (the job-log columns and tables are added; no row changes).
+    A store of schema version 2 or 3 opened for writing is upgraded in place to
+    version 4 (the columns and tables added since are created, NULL in old rows:
+    version 3 added the job-log columns and tables; version 4 ``assets.flags``,
+    ``failure_modes.declared_source_id`` and the ``log_spans`` table).
     A store file this object created is removed again when its ``with`` block
     ends in an error while every table is still empty (a failed first ingest
     leaves no empty store behind).
@@ -390,9 +394,14 @@ class Store:
         -----
         Rows go from every table with a ``source_id`` column (``events``,
         ``assets``, ``rejects``, ``jobs``, ``job_steps``, ``job_nodes``,
-        ``checkpoints``) and the ``job_nodes`` of dropped jobs that no other
-        source still holds. Not atomic by itself: call it inside
-        :meth:`transaction` together with the writes it belongs to.
+        ``checkpoints``, ``log_spans``) and the ``job_nodes`` of dropped jobs
+        that no other source still holds. A ``failure_modes`` row a dropped
+        source declared (``declared_source_id``) goes when another source
+        declares the mode too or no other source's events use it; otherwise it
+        passes to the lowest remaining ``source_id`` whose events use it. The
+        taxonomy's rows (``declared_source_id`` NULL) always stay. Not atomic by
+        itself: call it inside :meth:`transaction` together with the writes it
+        belongs to.
 
         Examples
         --------
@@ -412,6 +421,7 @@ class Store:
             "AND k.job_id = n.job_id AND k.attempt IS NOT DISTINCT FROM n.attempt)",
             [ids, ids],
         )
+        self._drop_declared_modes(ids)
         for name, cols in TABLE_COLUMNS.items():
             if name != "sources" and "source_id" in cols:
                 con.execute(
@@ -421,6 +431,93 @@ class Store:
             "DELETE FROM sources WHERE list_contains(?, source_id)", [ids]
         ).fetchall()[0]
         return int(n)
+
+    def _drop_declared_modes(self, ids: list[int]) -> None:
+        """Settle the ``failure_modes`` rows that the sources ``ids`` declared."""
+        con = self._con
+        con.execute(
+            "DELETE FROM failure_modes f WHERE list_contains(?, f.declared_source_id) "
+            "AND EXISTS (SELECT 1 FROM failure_modes g WHERE g.failure_mode = "
+            "f.failure_mode AND (g.declared_source_id IS NULL OR NOT "
+            "list_contains(?, g.declared_source_id)))",
+            [ids, ids],
+        )
+        con.execute(
+            "DELETE FROM failure_modes f WHERE list_contains(?, f.declared_source_id) "
+            "AND NOT EXISTS (SELECT 1 FROM events e WHERE e.failure_mode = "
+            "f.failure_mode AND NOT list_contains(?, e.source_id))",
+            [ids, ids],
+        )
+        con.execute(
+            "UPDATE failure_modes f SET declared_source_id = (SELECT min(e.source_id) "
+            "FROM events e WHERE e.failure_mode = f.failure_mode AND NOT "
+            "list_contains(?, e.source_id)) "
+            "WHERE list_contains(?, f.declared_source_id)",
+            [ids, ids],
+        )
+
+    def rejects(self, source: str | Path | None = None) -> pl.DataFrame:
+        """Return the rejected input lines, with the path of the file of each.
+
+        Parameters
+        ----------
+        source : str or Path, optional
+            Only the rejects of this file: a path as given at ingest, or any path
+            that resolves to the same file. Default: every source's.
+
+        Returns
+        -------
+        pl.DataFrame
+            ``source`` (the path as given at ingest), ``line_no`` (1-based line of
+            the record; for Parquet the row number), ``reason``, ``raw`` (the
+            record's text), sorted by ``source_id`` and ``line_no``.
+
+        Raises
+        ------
+        RelkitError
+            If ``source`` names no ingested file (the message lists the ones
+            there are).
+
+        Examples
+        --------
+        >>> with Store(":memory:") as store:
+        ...     store.rejects().columns
+        ['source', 'line_no', 'reason', 'raw']
+        """
+        sources = self.table("sources")
+        if source is not None:
+            resolved = str(Path(source).resolve())
+            given = sources.get_column("path").to_list()
+            where = [
+                json.loads(o or "{}").get("resolved_path")
+                for o in sources.get_column("options").to_list()
+            ]
+            keep = [
+                p == str(source) or w == resolved or str(Path(p).resolve()) == resolved
+                for p, w in zip(given, where, strict=True)
+            ]
+            sources = sources.filter(pl.Series(keep, dtype=pl.Boolean))
+            if sources.is_empty():
+                known = sorted(set(given))
+                shown = ", ".join(known[:5]) + (
+                    f", ... ({len(known)} in all)" if len(known) > 5 else ""
+                )
+                msg = (
+                    f"{source}: no such source in {self.path} (sources: "
+                    f"{shown or 'none'}). Give a path as listed, or leave "
+                    "--source out for every file's rejects."
+                )
+                raise RelkitError(msg)
+        return (
+            self.table("rejects")
+            .join(
+                sources.select("source_id", source="path"),
+                on="source_id",
+                how="inner",
+                maintain_order="left",
+            )
+            .select("source", "line_no", "reason", "raw")
+        )
 
     def next_source_id(self) -> int:
         """Return the ``source_id`` the next :meth:`add_source` will assign."""
@@ -481,8 +578,8 @@ class Store:
         Parameters
         ----------
         name : str
-            One of ``sources, events, rejects, assets, jobs, job_steps,
-            job_nodes, checkpoints``.
+            One of ``sources, events, rejects, ignored, failure_modes, assets,
+            jobs, job_steps, job_nodes, checkpoints, log_spans``.
 
         Returns
         -------

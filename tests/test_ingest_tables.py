@@ -106,21 +106,24 @@ def test_reingest_is_skipped(store: Store) -> None:
 
 def test_assets_rejects_and_attrs(store: Store) -> None:
     result = read_assets(store, DATA / "assets.csv")
-    assert (result.n_lines, result.n_loaded, result.n_rejected) == (6, 2, 4)
+    # n5 has no in_service_ts: loaded since issue 9, flagged in_service_unknown
+    assert (result.n_lines, result.n_loaded, result.n_rejected) == (6, 3, 3)
     a = store.table("assets").sort("line_no")
-    assert a["host"].to_list() == ["n1", "n2"]
-    assert a["gpus"].to_list() == [8, 8]  # n2 leaves gpus empty: default 8
-    assert a["out_of_service_ts"].to_list() == [None, utc(2024, 6, 1)]
+    assert a["host"].to_list() == ["n1", "n2", "n5"]
+    assert a["gpus"].to_list() == [8, 8, 8]  # n2 leaves gpus empty: default 8
+    assert a["out_of_service_ts"].to_list() == [None, utc(2024, 6, 1), None]
+    assert a["in_service_ts"].to_list() == [utc(2024, 1, 1), utc(2024, 1, 1), None]
+    assert a["flags"].to_list() == [None, None, "in_service_unknown"]
     assert [json.loads(x) for x in a["attrs"]] == [
         {"rack": "r01", "model": "H100"},
         {"rack": "r01"},
+        {"rack": "r03", "model": "H100"},
     ]
     reasons = dict(store.table("rejects").select("line_no", "reason").rows())
     assert reasons == {
         4: "negative gpus: '-2'",
         5: "out_of_service_ts '2024-01-01T00:00:00Z' is before in_service_ts "
         "'2024-06-01T00:00:00Z'",
-        6: "empty required field 'in_service_ts'",
         7: "gpus is not a whole number: 'eight'",
     }
 
@@ -390,8 +393,14 @@ def test_replace_drops_assets_of_same_path(store: Store, tmp_path: Path) -> None
 
 
 # -- value checks ----------------------------------------------------------------------
-def test_failure_mode_normalised_and_checked(store: Store, tmp_path: Path) -> None:
-    """Regression: 'nocategory', 'a/b/c' and 'Hardware/GPU' were stored as given."""
+def test_failure_mode_any_name_kept_as_given(store: Store, tmp_path: Path) -> None:
+    """Issue 9 §4: any failure-mode name loads, stripped and lower-cased only.
+
+    Before, 'nocategory', 'a/b/c', '/gpu' and 'gpu/' were rejected for not being
+    'category/component', and 'Hardware / GPU HBM' was rewritten to
+    'hardware/gpu_hbm'. All 7 rows are now loaded; none is a taxonomy mode, so
+    each becomes a declared mode of category 'unknown' counted as a failure.
+    """
     path = tmp_path / "ev.csv"
     path.write_text(
         "ts,host,failure_mode\n"
@@ -404,20 +413,23 @@ def test_failure_mode_normalised_and_checked(store: Store, tmp_path: Path) -> No
         "2024-03-01T10:00:00Z,n7,gpu/\n"
     )
     result = read_events(store, path)
-    assert (result.n_loaded, result.n_rejected) == (3, 4)
-    assert store.table("events").sort("line_no")["failure_mode"].to_list() == [
+    assert (result.n_loaded, result.n_rejected) == (7, 0)
+    modes = [
         "hardware/gpu",
-        "hardware/gpu_hbm",
-        "network/ib_link_down",
+        "hardware / gpu hbm",
+        "network/ib-link down",
+        "nocategory",
+        "a/b/c",
+        "/gpu",
+        "gpu/",
     ]
-    reasons = dict(store.table("rejects").select("line_no", "reason").rows())
-    want = "failure_mode must be 'category/component', e.g. hardware/gpu_hbm; found"
-    assert reasons == {
-        5: f"{want} 'nocategory'",
-        6: f"{want} 'a/b/c'",
-        7: f"{want} '/gpu'",
-        8: f"{want} 'gpu/'",
-    }
+    assert store.table("events").sort("line_no")["failure_mode"].to_list() == modes
+    declared = store.table("failure_modes").filter(
+        pl.col("declared_source_id").is_not_null()
+    )
+    assert sorted(declared["failure_mode"]) == sorted(modes)
+    assert set(declared["category"]) == {"unknown"}
+    assert declared["counts_as_failure"].all()
 
 
 def test_gpus_integral_float_accepted(store: Store, tmp_path: Path) -> None:

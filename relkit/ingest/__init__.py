@@ -67,6 +67,7 @@ def read_file(
     pseudonymize: bool = False,
     pseudonym_key_file: str | Path | None = None,
     snapshot_ts: str | dt.datetime | None = None,
+    as_of: str | dt.datetime | None = None,
 ) -> IngestResult:
     r"""Ingest one file of a given kind into the store, atomically.
 
@@ -105,7 +106,11 @@ def read_file(
         variable ``RELKIT_PSEUDONYM_KEY``).
     snapshot_ts : str or datetime, optional
         ``k8s``: when the dump was taken (aware), where running containers are
-        right-censored.
+        right-censored (default: ``as_of``).
+    as_of : str or datetime, optional
+        When the file was collected (``--as-of``; ISO 8601 with a zone, or an
+        aware datetime): stored in UTC as ``as_of_ts`` in the source's options.
+        A zone-less time is an error.
 
     Returns
     -------
@@ -155,9 +160,9 @@ def read_file(
     relkit.errors.IngestError: ...:1: missing required column(s) ['in_service_ts']...
     """
     if kind == "events":
-        return read_events(store, path, tz=tz, replace=replace)
+        return read_events(store, path, tz=tz, replace=replace, as_of=as_of)
     if kind == "assets":
-        return read_assets(store, path, tz=tz, replace=replace)
+        return read_assets(store, path, tz=tz, replace=replace, as_of=as_of)
     if kind == "lanl":
         if tz is not None and tz != "America/Denver":
             msg = (
@@ -165,15 +170,16 @@ def read_file(
                 "Drop --tz for --kind lanl."
             )
             raise IngestError(path, msg)
-        return read_lanl(store, path, replace=replace)
+        return read_lanl(store, path, replace=replace, as_of=as_of)
     if kind == "nvsmi":
-        return read_nvsmi(store, path, tz=tz, host=host, replace=replace)
+        return read_nvsmi(store, path, tz=tz, host=host, replace=replace, as_of=as_of)
     if kind == "sacct":
         return read_sacct(
             store,
             path,
             tz=tz,
             replace=replace,
+            as_of=as_of,
             pseudonymize=pseudonymize,
             pseudonym_key_file=pseudonym_key_file,
         )
@@ -183,6 +189,7 @@ def read_file(
             path,
             snapshot_ts=snapshot_ts,
             replace=replace,
+            as_of=as_of,
             pseudonymize=pseudonymize,
             pseudonym_key_file=pseudonym_key_file,
         )
@@ -198,6 +205,7 @@ def read_file(
             host=host,
             host_from_filename=host_from_filename,
             replace=replace,
+            as_of=as_of,
         )
         return result
     msg = f"unknown kind {kind!r}; expected one of {list(KINDS)} (--kind KIND)."
@@ -217,6 +225,7 @@ def read_path(
     pseudonymize: bool = False,
     pseudonym_key_file: str | Path | None = None,
     snapshot_ts: str | dt.datetime | None = None,
+    as_of: str | dt.datetime | None = None,
 ) -> list[IngestResult]:
     """Ingest a file, or for ``kind="kernel"`` a directory of per-host logs.
 
@@ -243,7 +252,11 @@ def read_path(
     pseudonym_key_file : str or Path, optional
         Job logs: file holding the pseudonym key.
     snapshot_ts : str or datetime, optional
-        ``k8s``: when the dump was taken.
+        ``k8s``: when the dump was taken (default: ``as_of``).
+    as_of : str or datetime, optional
+        When the file was collected (``--as-of``; ISO 8601 with a zone, or an
+        aware datetime): stored in UTC as ``as_of_ts`` in the source's options.
+        A zone-less time is an error.
 
     Returns
     -------
@@ -265,6 +278,7 @@ def read_path(
                 host=host,
                 host_from_filename=host_from_filename,
                 replace=replace,
+                as_of=as_of,
             )
         )
     return [
@@ -278,6 +292,7 @@ def read_path(
             pseudonymize=pseudonymize,
             pseudonym_key_file=pseudonym_key_file,
             snapshot_ts=snapshot_ts,
+            as_of=as_of,
         )
     ]
 
@@ -289,6 +304,7 @@ def read_files(
     kind: Kind,
     tz: str | None = None,
     replace: bool = False,
+    as_of: str | dt.datetime | None = None,
     progress: Callable[[IngestResult], None] | None = None,
 ) -> list[IngestResult]:
     """Ingest several files of one kind, each in its own transaction.
@@ -306,6 +322,8 @@ def read_files(
     replace : bool, default False
         Re-read files ingested before, dropping their earlier rows first (see
         :func:`read_file`).
+    as_of : str or datetime, optional
+        When the files were collected (see :func:`read_file`).
     progress : callable, optional
         Called with each file's :class:`IngestResult` once it is written (the
         command line uses it to report progress on stderr).
@@ -329,7 +347,7 @@ def read_files(
     """
     results = []
     for path in paths:
-        result = read_file(store, path, kind=kind, tz=tz, replace=replace)
+        result = read_file(store, path, kind=kind, tz=tz, replace=replace, as_of=as_of)
         if progress is not None:
             progress(result)
         results.append(result)

@@ -6,6 +6,7 @@ rejects and ``sources`` row inside one :meth:`relkit.store.Store.transaction`.
 """
 
 import csv
+import datetime as dt
 import io
 import json
 import re
@@ -29,7 +30,16 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "assets": ("host", "in_service_ts"),
 }
 OPTIONAL: dict[str, tuple[str, ...]] = {
-    "events": ("device", "code", "severity", "detail", "repaired_ts", "system"),
+    "events": (
+        "device",
+        "code",
+        "severity",
+        "detail",
+        "repaired_ts",
+        "system",
+        "category",
+        "counts_as_failure",
+    ),
     "assets": ("out_of_service_ts", "gpus", "device", "system", "observed_from_ts"),
 }
 #: A few header names that give the LANL failure file away.
@@ -75,6 +85,17 @@ class IngestResult:
     n_ignored : int, default 0
         Lines recognised as noise (kernel and nvidia-smi logs), counted by reason
         in the ``ignored`` table; 0 for table kinds.
+    top_rejects : tuple of (str, int, tuple of int), default ()
+        The most frequent reject reasons (at most :data:`TOP_REASONS`), each
+        with its count and first line numbers (at most :data:`FIRST_LINES`),
+        most frequent first (ties: earliest line first).
+    n_reasons : int, default 0
+        Distinct reject reasons in all.
+    flag_counts : tuple of (str, int), default ()
+        Flags the reader set on the loaded rows (``events.flags``,
+        ``assets.flags``, ``jobs.flags``: ``no_wall_time``, ``dst_ambiguous``,
+        ``in_service_unknown``, ...) with the number of rows carrying each,
+        most frequent first.
     """
 
     path: str
@@ -87,6 +108,65 @@ class IngestResult:
     note: str | None = None
     replaced: tuple[int, ...] = ()
     n_ignored: int = 0
+    top_rejects: tuple[tuple[str, int, tuple[int, ...]], ...] = ()
+    n_reasons: int = 0
+    flag_counts: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def all_rejected(self) -> bool:
+        """True when the file had records and every one was rejected."""
+        return (
+            not self.skipped and self.n_lines > 0 and (self.n_rejected == self.n_lines)
+        )
+
+    def reject_summary(self) -> str | None:
+        """Return the top reject reasons as one line, or None without rejects.
+
+        Returns
+        -------
+        str or None
+            ``'3 rejected: 2 × "reason" (lines 4, 9); 1 × "other" (line 7)'``;
+            ``'; and N more reasons'`` when there are more than shown, ``…``
+            after the line numbers when a reason has more lines than shown.
+
+        Examples
+        --------
+        >>> r = IngestResult(
+        ...     "f.csv",
+        ...     "assets",
+        ...     1,
+        ...     3,
+        ...     0,
+        ...     3,
+        ...     skipped=False,
+        ...     top_rejects=(("bad ts", 2, (4, 9)), ("no host", 1, (7,))),
+        ...     n_reasons=2,
+        ... )
+        >>> print(r.reject_summary())
+        3 rejected: 2 × "bad ts" (lines 4, 9); 1 × "no host" (line 7)
+        """
+        if not self.n_rejected:
+            return None
+        parts = []
+        for reason, n, lines in self.top_rejects:
+            shown = ", ".join(map(str, lines)) + (", …" if n > len(lines) else "")
+            parts.append(f'{n} × "{reason}" (line{"s" if n > 1 else ""} {shown})')
+        more = self.n_reasons - len(self.top_rejects)
+        if more > 0:
+            parts.append(f"and {more} more reason{'s' if more > 1 else ''}")
+        return f"{self.n_rejected} rejected: " + "; ".join(parts)
+
+    def flag_summary(self) -> str | None:
+        """Return the flag counts as one line, or None when no row has a flag.
+
+        Returns
+        -------
+        str or None
+            ``'12 no_wall_time, 1 dst_ambiguous'``.
+        """
+        if not self.flag_counts:
+            return None
+        return ", ".join(f"{n} {flag}" for flag, n in self.flag_counts)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields as a plain dict (for JSON output).
@@ -94,10 +174,15 @@ class IngestResult:
         Returns
         -------
         dict
-            Field name to value (``replaced`` as a list).
+            Field name to value (``replaced`` as a list); ``top_rejects`` and
+            ``flag_counts`` as the one-line texts of :meth:`reject_summary` and
+            :meth:`flag_summary` (None when empty), ``n_reasons`` left out.
         """
         out = asdict(self)
         out["replaced"] = list(self.replaced)
+        out["top_rejects"] = self.reject_summary()
+        out["flag_counts"] = self.flag_summary()
+        del out["n_reasons"]
         return out
 
 
@@ -326,6 +411,117 @@ def read_parquet_strings(store: Store, path: Path) -> StringTable:
     return StringTable(frame=frame, columns=names, raw=raw)
 
 
+# -- collection times ---------------------------------------------------------------
+def as_of_option(path: str | Path, as_of: str | dt.datetime | None) -> dict[str, str]:
+    """Validate an ``as_of`` instant and return ``{"as_of_ts": UTC ISO}`` (or {}).
+
+    Raises IngestError for text that is no ISO 8601 time or a time without zone.
+    """
+    if as_of is None:
+        return {}
+    value = as_of
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip())
+        except ValueError as exc:
+            msg = (
+                f"--as-of {as_of!r} is not an ISO 8601 time; give the file's "
+                "collection time with a zone, e.g. --as-of 2025-06-11T12:05:00Z"
+            )
+            raise IngestError(path, msg) from exc
+    if not isinstance(value, dt.datetime):
+        msg = f"as_of must be a datetime or ISO 8601 text; found {type(as_of)}"
+        raise IngestError(path, msg)
+    if value.tzinfo is None or value.utcoffset() is None:
+        example = value.strftime("%Y-%m-%dT%H:%M:%SZ")
+        msg = (
+            f"--as-of {as_of!s} has no time zone; add one, e.g. --as-of {example} "
+            "for UTC or an offset such as +02:00 (library: an aware datetime)"
+        )
+        raise IngestError(path, msg)
+    return {"as_of_ts": value.astimezone(dt.UTC).isoformat()}
+
+
+#: Tables whose instants are no records of the file (spans, declared modes).
+_NOT_RECORDS = ("failure_modes", "log_spans")
+
+
+def record_span(tables: dict[str, pl.DataFrame]) -> dict[str, str]:
+    """``first_record_ts`` / ``last_record_ts``: min and max of every instant loaded.
+
+    Over all UTC columns of the reader's tables (events ``ts, repaired_ts``;
+    jobs ``submit_ts, start_ts, end_ts``; assets ``in_service_ts,
+    out_of_service_ts, observed_from_ts``; ...), rejected records left out.
+    Empty when no loaded record has a time.
+    """
+    lows, highs = [], []
+    for name, frame in tables.items():
+        if name in _NOT_RECORDS or frame.is_empty():
+            continue
+        cols = [c for c, t in frame.schema.items() if isinstance(t, pl.Datetime)]
+        if not cols:
+            continue
+        got = frame.select(
+            lo=pl.min_horizontal([pl.col(c).min() for c in cols]),
+            hi=pl.max_horizontal([pl.col(c).max() for c in cols]),
+        ).row(0)
+        if got[0] is not None:
+            lows.append(got[0])
+            highs.append(got[1])
+    if not lows:
+        return {}
+    return {
+        "first_record_ts": min(lows).astimezone(dt.UTC).isoformat(),
+        "last_record_ts": max(highs).astimezone(dt.UTC).isoformat(),
+    }
+
+
+#: Reasons and first line numbers :class:`IngestResult` keeps of a file's rejects.
+TOP_REASONS = 3
+FIRST_LINES = 5
+
+
+def _top_rejects(
+    rejects: pl.DataFrame,
+) -> tuple[tuple[tuple[str, int, tuple[int, ...]], ...], int]:
+    if rejects.is_empty():
+        return (), 0
+    top = (
+        rejects.group_by("reason")
+        .agg(
+            n=pl.len(),
+            lines=pl.col("line_no").sort().head(FIRST_LINES),
+            first=pl.col("line_no").min(),
+        )
+        .sort(["n", "first"], descending=[True, False])
+    )
+    rows = tuple(
+        (str(r), int(n), tuple(int(x) for x in lines))
+        for r, n, lines in top.head(TOP_REASONS).select("reason", "n", "lines").rows()
+    )
+    return rows, top.height
+
+
+def _flag_counts(tables: dict[str, pl.DataFrame]) -> tuple[tuple[str, int], ...]:
+    parts = [
+        frame.select(flag=pl.col("flags").cast(pl.String).str.split(","))
+        .explode("flag")
+        .drop_nulls()
+        for frame in tables.values()
+        if "flags" in frame.columns and frame.height
+    ]
+    if not parts:
+        return ()
+    counts = (
+        pl.concat(parts)
+        .filter(pl.col("flag") != "")
+        .group_by("flag")
+        .len()
+        .sort(["len", "flag"], descending=[True, False])
+    )
+    return tuple((str(f), int(n)) for f, n in counts.rows())
+
+
 # -- times ----------------------------------------------------------------------------
 def check_tz(path: str | Path, tz: str | None) -> str | None:
     """Validate an IANA zone name (None passes)."""
@@ -513,8 +709,14 @@ def ingest(
     parse: Callable[..., Parsed | None],
     replace: bool = False,
     overlap_hash: bool = False,
+    as_of: str | dt.datetime | None = None,
 ) -> IngestResult:
     """Check, hash, skip if known, refuse if changed, parse and write one file.
+
+    The source's options get ``as_of_ts`` (``as_of`` in UTC, the collection
+    time the user gave) and ``first_record_ts`` / ``last_record_ts`` (the span
+    of the loaded records' times, :func:`record_span`, unless the reader set
+    them itself), all UTC ISO 8601 text.
 
     Without ``replace``, a file whose bytes were ingested as ``kind`` before is
     skipped (with a note if ``options`` differ), and a file read from the same
@@ -529,6 +731,7 @@ def ingest(
     """
     p = check_file(path)
     resolved = str(p.resolve())
+    options = {**options, **as_of_option(path, as_of)}
 
     def decide(sha: str) -> tuple[IngestResult | None, tuple[int, ...]]:
         same_path, same_bytes = _earlier(store, kind, sha, resolved)
@@ -578,7 +781,9 @@ def ingest(
     with store.transaction():
         source_id = store.next_source_id()
         for name, frame in parsed.tables.items():
-            store.append(name, frame.with_columns(source_id=pl.lit(source_id)))
+            # failure_modes keys its rows by mode; the source only declared them
+            key = "declared_source_id" if name == "failure_modes" else "source_id"
+            store.append(name, frame.with_columns(pl.lit(source_id).alias(key)))
         store.append(
             "rejects", parsed.rejects.with_columns(source_id=pl.lit(source_id))
         )
@@ -588,7 +793,12 @@ def ingest(
             str(path),
             sha256=sha,
             kind=kind,
-            options={**options, **parsed.options, "resolved_path": resolved},
+            options={
+                **options,
+                **record_span(parsed.tables),
+                **parsed.options,
+                "resolved_path": resolved,
+            },
             n_lines=parsed.n_lines,
             n_loaded=parsed.n_loaded,
             n_rejected=n_rejected,
@@ -598,10 +808,23 @@ def ingest(
             msg = "the store changed during ingest; retry with one writer at a time."
             raise IngestError(path, msg)
         store.drop_sources(drop)
-    note = None
+    notes = []
     if drop:
         ids = ", ".join(map(str, drop))
-        note = f"replaced source{'s' if len(drop) > 1 else ''} {ids} (rows dropped)"
+        notes.append(
+            f"replaced source{'s' if len(drop) > 1 else ''} {ids} (rows dropped)"
+        )
+    last = {**record_span(parsed.tables), **parsed.options}.get("last_record_ts")
+    as_of_ts = options.get("as_of_ts")
+    if (
+        as_of_ts
+        and last
+        and (dt.datetime.fromisoformat(last) > dt.datetime.fromisoformat(as_of_ts))
+    ):
+        notes.append(
+            f"the file's last record ({last}) is after --as-of {options['as_of_ts']}"
+        )
+    top, n_reasons = _top_rejects(parsed.rejects)
     return IngestResult(
         str(path),
         kind,
@@ -610,7 +833,10 @@ def ingest(
         parsed.n_loaded,
         n_rejected,
         skipped=False,
-        note=note,
+        note="; ".join(notes) or None,
         replaced=drop,
         n_ignored=n_ignored,
+        top_rejects=top,
+        n_reasons=n_reasons,
+        flag_counts=_flag_counts(parsed.tables),
     )

@@ -20,6 +20,7 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import polars as pl
 
@@ -121,21 +122,26 @@ def _flags(line: pl.Expr) -> dict[str, pl.Expr]:
 _KMSG_US = r"^\d{1,4},\d+,(\d+),[^;]*;"
 
 
-def clock_columns(line: pl.Expr) -> dict[str, pl.Expr]:
+def clock_columns(
+    line: pl.Expr, syslog_host: pl.Expr | None = None
+) -> dict[str, pl.Expr]:
     """Kernel clock of a :data:`kp.CLOCK` line and the host its framing names.
 
     ``mono`` (s since boot: the kmsg microseconds or the first ``[ s.us]``),
     ``clock_host`` (the word after an ISO/RFC 3164 stamp, else null),
     ``walled`` (the line also has a wall stamp) and ``hint`` (the host may come
     from an NCCL ``host:pid:tid [rank]`` prefix instead: such lines need the
-    full framing). Meaningful on clock lines only.
+    full framing). Meaningful on clock lines only. ``syslog_host``: the
+    :data:`kp.CLOCK_HOST` capture when the caller has it already.
     """
     k_us = line.str.extract(_KMSG_US, 1)
     return {
         "mono": pl.when(k_us.is_not_null())
         .then(k_us.cast(pl.Float64) / 1e6)
         .otherwise(line.str.extract(kp.CLOCK_MONO, 1).cast(pl.Float64)),
-        "clock_host": line.str.extract(kp.CLOCK_HOST, 1),
+        "clock_host": (
+            line.str.extract(kp.CLOCK_HOST, 1) if syslog_host is None else syslog_host
+        ),
         "walled": k_us.is_null() & ~line.str.starts_with("["),
         "hint": line.str.contains(kp.NCCL_HOST_HINT),
     }
@@ -167,21 +173,23 @@ def _kept(frame: pl.DataFrame, *, full: bool) -> pl.DataFrame:
     text of a clock line that is neither a candidate nor needed for its boot
     anchor or host is dropped (null), so held memory follows candidates.
     """
-    frame = frame.with_columns(**_flags(pl.col("line")))
+    if "cand" not in frame.columns:
+        frame = frame.with_columns(**_flags(pl.col("line")))
     if full:
-        return frame
+        return frame.drop("syslog_host", strict=False)
     frame = frame.filter(pl.col("cand") | pl.col("blank") | pl.col("clock"))
     dm = frame.get_column("line").str.contains(_BRACKET)
+    known = pl.col("syslog_host") if "syslog_host" in frame.columns else None
     parts = [
-        part.with_columns(**cols(pl.col("line")))
+        part.with_columns(**cols)
         for part, cols in (
-            (frame.filter(dm), _bracket_clock),
-            (frame.filter(~dm), clock_columns),
+            (frame.filter(dm), _bracket_clock(pl.col("line"))),
+            (frame.filter(~dm), clock_columns(pl.col("line"), known)),
         )
         if part.height
     ]
     if not parts:
-        return frame.with_columns(
+        return frame.drop("syslog_host", strict=False).with_columns(
             mono=pl.lit(None, dtype=pl.Float64),
             clock_host=pl.lit(None, dtype=pl.String),
             walled=pl.lit(value=False),
@@ -193,7 +201,64 @@ def _kept(frame: pl.DataFrame, *, full: bool) -> pl.DataFrame:
         | (pl.col("clock") & pl.col("walled"))
         | (pl.col("clock") & pl.col("hint") & pl.col("clock_host").is_null())
     )
-    return frame.with_columns(line=pl.when(need_text).then(pl.col("line")))
+    return frame.with_columns(line=pl.when(need_text).then(pl.col("line"))).drop(
+        "syslog_host", strict=False
+    )
+
+
+#: Lines kept per host at each end of a log (the first and last non-blank
+#: lines), of which the first (last) with a resolvable time gives its span.
+SPAN_LINES = 8
+
+
+def _batch_spans(frame: pl.DataFrame, host: str | None) -> pl.DataFrame:
+    """Per host of a batch: non-blank line count and first/last lines.
+
+    ``frame`` has ``line_no, line, blank, syslog_host``. The host of a line is
+    the word after its syslog stamp (``syslog_host``: :data:`kp.CLOCK_HOST`, as
+    for clock lines), else ``host``, else ``""``. Returns ``hkey, n_lines,
+    head_no, head, tail_no, tail`` (lists of at most :data:`SPAN_LINES`), hosts
+    in order of first appearance.
+    """
+    some = ~pl.col("blank")
+    return (
+        frame.with_columns(
+            hkey=pl.col("syslog_host")
+            .fill_null(pl.lit(host, dtype=pl.String))
+            .fill_null("")
+        )
+        .group_by("hkey", maintain_order=True)
+        .agg(
+            n_lines=some.sum(),
+            head_no=pl.col("line_no").filter(some).head(SPAN_LINES),
+            head=pl.col("line").filter(some).head(SPAN_LINES),
+            tail_no=pl.col("line_no").filter(some).tail(SPAN_LINES),
+            tail=pl.col("line").filter(some).tail(SPAN_LINES),
+        )
+        .filter(pl.col("n_lines") > 0)
+    )
+
+
+class HostSpan:
+    """What one host's lines of a file hold: their count and both ends."""
+
+    __slots__ = ("head", "n_lines", "tail")
+
+    def __init__(self) -> None:
+        self.n_lines = 0
+        #: ``(line_no, text)`` of the host's first non-blank lines, in order.
+        self.head: list[tuple[int, str]] = []
+        #: ``(line_no, text)`` of its last non-blank lines, in order.
+        self.tail: list[tuple[int, str]] = []
+
+    def add(
+        self, n: int, head: list[tuple[int, str]], tail: list[tuple[int, str]]
+    ) -> None:
+        """Fold in one batch's lines of the host (batches in file order)."""
+        self.n_lines += n
+        if len(self.head) < SPAN_LINES:
+            self.head.extend(head[: SPAN_LINES - len(self.head)])
+        self.tail = (self.tail + tail)[-SPAN_LINES:]
 
 
 class LineFrames:
@@ -202,9 +267,15 @@ class LineFrames:
     Iterate for frames ``line_no`` (Int64, from 1), ``line`` (String, null where
     not needed), ``cand``, ``blank``, ``clock`` (Boolean) and the clock columns
     of :func:`clock_columns`, in file order. After the loop, ``n_lines`` is
-    the number of lines read and ``last_line`` the last non-blank line (its
-    time ends the log's observation). ``keep_going`` is asked between frames;
-    when it returns False the iteration stops early (``stopped``).
+    the number of lines read, ``last_line`` the last non-blank line (its
+    time ends the log's observation) and ``spans`` a :class:`HostSpan` per
+    host key (the syslog host of a line, else ``host``, else ``""``), in order
+    of first appearance. ``keep_going`` is asked between frames; when it
+    returns False the iteration stops early (``stopped``).
+
+    The lines' flags, clocks and host keys are computed in the thread that
+    reads the next blocks (:func:`_prefetch`), while the caller works on the
+    previous frame.
     """
 
     def __init__(
@@ -213,39 +284,60 @@ class LineFrames:
         *,
         full: bool = False,
         keep_going: Callable[[], bool] | None = None,
+        host: str | None = None,
     ) -> None:
         self.path = path
         self.full = full
         self.keep_going = keep_going or (lambda: True)
+        self.host = host
         self.n_lines = 0
         self.stopped = False
         #: ``(line_no, text)`` of the file's last non-blank line, if any.
         self.last_line: tuple[int, str] | None = None
+        #: Host key -> its lines' count and ends (complete after the loop).
+        self.spans: dict[str, HostSpan] = {}
 
-    def __iter__(self) -> Iterator[pl.DataFrame]:
+    def _prepared(self) -> Iterator[pl.DataFrame]:
+        """Frames of :func:`_kept` per block, spans and counts updated (thread)."""
         offset = 0
-        for batch in _prefetch(block_batches(self.path)):
-            if not self.keep_going():
-                self.stopped = True
-                return
+        for batch in block_batches(self.path):
             n = batch.len()
             rows = pl.DataFrame({"line": batch}).with_columns(
-                line_no=pl.int_range(offset + 1, offset + 1 + n, dtype=pl.Int64)
+                line_no=pl.int_range(offset + 1, offset + 1 + n, dtype=pl.Int64),
+                syslog_host=pl.col("line").str.extract(kp.CLOCK_HOST, 1),
+                **_flags(pl.col("line")),
             )
-            yield _kept(rows, full=self.full)
+            spans = _batch_spans(
+                rows.select("line_no", "line", "blank", "syslog_host"), self.host
+            )
+            for hkey, n_h, h_no, h, t_no, t in spans.iter_rows():
+                self.spans.setdefault(hkey, HostSpan()).add(
+                    n_h,
+                    list(zip(h_no, h, strict=True)),
+                    list(zip(t_no, t, strict=True)),
+                )
             tail = batch.tail(64).to_list()
             for i in range(len(tail) - 1, -1, -1):
                 if tail[i].strip():
                     self.last_line = (offset + n - len(tail) + i + 1, tail[i])
                     break
             offset += n
-        self.n_lines = offset
+            self.n_lines = offset
+            yield _kept(rows, full=self.full)
+
+    def __iter__(self) -> Iterator[pl.DataFrame]:
+        for frame in _prefetch(self._prepared()):
+            if not self.keep_going():
+                self.stopped = True
+                return
+            yield frame
 
 
 _END = object()
+T = TypeVar("T")
 
 
-def _prefetch(batches: Iterator[pl.Series], depth: int = 2) -> Iterator[pl.Series]:
+def _prefetch(batches: Iterator[T], depth: int = 2) -> Iterator[T]:
     """Yield ``batches`` while a thread reads the next ones (at most ``depth``).
 
     Reading and splitting a block (file read, polars' CSV split, which releases

@@ -649,6 +649,7 @@ def read_k8s(
     *,
     snapshot_ts: str | datetime | None = None,
     replace: bool = False,
+    as_of: str | datetime | None = None,
     pseudonymize: bool = False,
     pseudonym_key_file: str | Path | None = None,
 ) -> IngestResult:
@@ -669,6 +670,11 @@ def read_k8s(
         ``no_snapshot_ts``).
     replace : bool, default False
         Re-read a file ingested before, dropping its earlier rows first.
+    as_of : str or datetime, optional
+        When the file was collected (ISO 8601 with a zone, or an aware
+        datetime; ``--as-of``): stored in UTC as ``as_of_ts`` in the source's
+        options, where analysis ends open-ended observation. A zone-less time
+        is an error. Also the ``snapshot_ts`` when that is not given.
     pseudonymize : bool, default False
         Replace job ids, pod names and namespaces (free text users choose) by
         keyed pseudonyms (see :func:`relkit.ingest.read_sacct`).
@@ -772,7 +778,7 @@ def read_k8s(
     [('p', 1, 'COMPLETED', 43200.0)]
     """
     check_file(path)
-    snapshot = _snapshot(path, snapshot_ts)
+    snapshot = _snapshot(path, snapshot_ts if snapshot_ts is not None else as_of)
     key = load_pseudonym_key(pseudonym_key_file) if pseudonymize else None
     return ingest(
         store,
@@ -784,4 +790,5 @@ def read_k8s(
         },
         parse=lambda p: _parse(p, snapshot, key),
         replace=replace,
+        as_of=as_of,
     )

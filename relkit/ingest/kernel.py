@@ -37,6 +37,7 @@ from relkit.ingest._kernel_classify import (
     link_context,
 )
 from relkit.ingest._kernel_read import LineFrames, clock_columns, file_host
+from relkit.ingest._kernel_spans import EARLIEST, LATEST, log_spans
 from relkit.ingest._kernel_time import (
     BootTracker,
     _add_flag,
@@ -67,6 +68,12 @@ class _Parsed:
     ignored: pl.DataFrame
     #: Time of the last line with a resolvable time (UTC), else None.
     log_end_ts: dt.datetime | None = None
+    #: Time of the first non-blank line with a resolvable time (UTC), else None.
+    log_start_ts: dt.datetime | None = None
+    #: Time of the last non-blank line that has one (any host), else None.
+    log_last_ts: dt.datetime | None = None
+    #: ``log_spans`` rows: ``host, first_ts, last_ts, n_lines`` per host.
+    spans: pl.DataFrame | None = None
 
 
 _KEEP_REASONS = ("gpu_uuid_map", "rate_limit_notice")
@@ -169,7 +176,7 @@ def _parse(
     ``keep_going`` stopped the reading.
     """
     return _parse_frames(
-        LineFrames(path, full=full, keep_going=keep_going),
+        LineFrames(path, full=full, keep_going=keep_going, host=host),
         tz=tz,
         ref=ref,
         host=host,
@@ -307,12 +314,18 @@ def _parse_frames(
     end = _log_end(frames, tracker, tz=tz, ref=ref, host=host, path=path)
     if end is not None and not events.is_empty() and events.get_column("ts").max():
         end = max(end, events.get_column("ts").max())  # type: ignore[type-var]
+    spans = log_spans(
+        frames.spans, tracker, events, tz=tz, ref=ref, host=host, path=path
+    )
     return _Parsed(
         frames.n_lines,
         _events_table(events),
         rej,
         ign.cast({"n_lines": pl.Int64}),
         log_end_ts=end,
+        log_start_ts=spans.get_column("first_ts").min(),  # type: ignore[arg-type]
+        log_last_ts=spans.get_column("last_ts").max(),  # type: ignore[arg-type]
+        spans=spans,
     )
 
 
@@ -338,11 +351,12 @@ def _log_end(
     if host is not None:
         fr = fr.with_columns(host=pl.col("host").fill_null(host))
     try:
-        wall = wall_times(fr, tz=tz, reference_date=ref, path=path)["wall_ts"][0]
+        walls = wall_times(fr, tz=tz, reference_date=ref, path=path)["wall_ts"]
     except IngestError:
-        wall = None
-    if wall is not None:
-        return wall
+        walls = pl.Series("wall_ts", [None], dtype=pl.Datetime("us", "UTC"))
+    if walls.is_not_null().all():  # a time outside [1970, 2200): broken clock
+        inside = walls.is_between(EARLIEST, LATEST, closed="left").all()
+        return walls[0] if inside else None
     mono = fr.get_column("mono_s")[0]
     hkey = fr.get_column("host")[0] or ""
     if mono is None or hkey not in tracker.last:
@@ -415,6 +429,7 @@ def read_kernel(
     host: str | None = None,
     host_from_filename: bool = False,
     replace: bool = False,
+    as_of: str | dt.datetime | None = None,
 ) -> list[IngestResult]:
     r"""Ingest kernel/syslog logs (a file, a .gz file or a directory of them).
 
@@ -440,6 +455,10 @@ def read_kernel(
         ``node7``).
     replace : bool, default False
         Re-read files ingested before, dropping their earlier rows first.
+    as_of : str or datetime, optional
+        When the logs were collected (ISO 8601 with a zone, or an aware
+        datetime; ``--as-of``): ``as_of_ts`` (UTC) in each source's options.
+        A zone-less time is an error.
 
     Returns
     -------
@@ -466,6 +485,21 @@ def read_kernel(
     10-million-line log). Invalid UTF-8 bytes are replaced by U+FFFD,
     never fatal. Rejected lines go to ``rejects`` with the raw text; ignored
     lines are counted by reason in ``ignored``.
+
+    Each file's source options get ``log_start_ts`` (UTC ISO 8601): the time of
+    its first non-blank line with a resolvable time (or its first event's, if
+    earlier); ``log_end_ts``: the time of its last non-blank line, when that
+    line has one (or its last event's, if later); ``first_record_ts`` /
+    ``last_record_ts``: the first and last time any of its lines resolves to
+    (the earliest ``first_ts`` and latest ``last_ts`` below, and
+    ``log_end_ts``). The
+    ``log_spans`` table gets one row per host of the file (``source_id, host,
+    first_ts, last_ts, n_lines``): a line's host is the word after its syslog
+    stamp, else ``host``; ``first_ts`` / ``last_ts`` the time of the host's
+    first / last non-blank line that has one (a wall stamp, or a kernel clock
+    of a boot with an anchor; of the host's first and last 8 lines, then its
+    events), ``n_lines`` its non-blank lines. So a host whose lines hold no
+    failure signal is still known to have been watched.
 
     Only lines containing a failure keyword (``Xid``, ``NVRM``, ``mlx5_``,
     ``NCCL``, ``EDAC``, ...) go through :func:`classify_lines` and the time
@@ -519,6 +553,7 @@ def read_kernel(
             ref=ref,
             host=file_host(f) if host_from_filename else host,
             replace=replace,
+            as_of=as_of,
         )
         for f in files
     ]
@@ -532,6 +567,7 @@ def _read_one(
     ref: dt.date | None,
     host: str | None,
     replace: bool,
+    as_of: str | dt.datetime | None = None,
 ) -> IngestResult:
     """Check, hash, skip or refuse, parse and write one kernel-log file."""
 
@@ -539,12 +575,27 @@ def _read_one(
         parsed = _parse(p, tz=tz, ref=ref, host=host, keep_going=keep_going)
         if parsed is None:
             return None
-        end = parsed.log_end_ts
+        options = {}
+        for key, ts in (
+            ("log_start_ts", parsed.log_start_ts),
+            ("log_end_ts", parsed.log_end_ts),
+        ):
+            if ts is not None:
+                options[key] = ts.isoformat()
+        # the span the file proves: its first and last line that has a time
+        ends = [t for t in (parsed.log_end_ts, parsed.log_last_ts) if t is not None]
+        if parsed.log_start_ts is not None:
+            options["first_record_ts"] = parsed.log_start_ts.isoformat()
+        if ends:
+            options["last_record_ts"] = max(ends).isoformat()
+        tables = {"events": parsed.events}
+        if parsed.spans is not None:
+            tables["log_spans"] = parsed.spans
         return Parsed(
             n_lines=parsed.n_lines,
-            tables={"events": parsed.events},
+            tables=tables,
             rejects=parsed.rejects,
-            options={} if end is None else {"log_end_ts": end.isoformat()},
+            options=options,
             n_loaded=parsed.events.height,
             ignored=parsed.ignored,
         )
@@ -557,4 +608,5 @@ def _read_one(
         parse=parse,
         replace=replace,
         overlap_hash=True,
+        as_of=as_of,
     )

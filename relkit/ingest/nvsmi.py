@@ -661,6 +661,7 @@ def read_nvsmi(
     tz: str | None = None,
     host: str | None = None,
     replace: bool = False,
+    as_of: str | datetime | None = None,
 ) -> IngestResult:
     r"""Ingest one ``nvidia-smi -q`` file (``--kind nvsmi``): events, ignored, rejects.
 
@@ -679,6 +680,11 @@ def read_nvsmi(
     replace : bool, default False
         Re-read a file ingested before, dropping its earlier rows in the same
         transaction (``--replace``), as :func:`relkit.ingest.read_file`.
+    as_of : str or datetime, optional
+        When the file was collected (ISO 8601 with a zone, or an aware
+        datetime; ``--as-of``): stored in UTC as ``as_of_ts`` in the source's
+        options, where analysis ends open-ended observation. A zone-less time
+        is an error.
 
     Returns
     -------
@@ -770,4 +776,5 @@ def read_nvsmi(
         options={"tz": tz, "host": host},
         parse=parse,
         replace=replace,
+        as_of=as_of,
     )

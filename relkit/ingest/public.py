@@ -563,7 +563,13 @@ def _parse(path: Path) -> Parsed:
     )
 
 
-def read_lanl(store: Store, path: str | Path, *, replace: bool = False) -> IngestResult:
+def read_lanl(
+    store: Store,
+    path: str | Path,
+    *,
+    replace: bool = False,
+    as_of: str | datetime | None = None,
+) -> IngestResult:
     """Read the LANL failure records 1996-2005 (LA-UR-05-7318) into the store.
 
     Parameters
@@ -576,6 +582,11 @@ def read_lanl(store: Store, path: str | Path, *, replace: bool = False) -> Inges
     replace : bool, default False
         Re-read a file ingested before, dropping the earlier sources' rows first
         (see :func:`relkit.ingest.read_file`).
+    as_of : str or datetime, optional
+        When the file was collected (ISO 8601 with a zone, or an aware
+        datetime; ``--as-of``): stored in UTC as ``as_of_ts`` in the source's
+        options, where analysis ends open-ended observation. A zone-less time
+        is an error.
 
     Returns
     -------
@@ -643,4 +654,12 @@ def read_lanl(store: Store, path: str | Path, *, replace: bool = False) -> Inges
     >>> read_lanl(store, relkit.datasets.path("lanl")).n_loaded
     23739
     """
-    return ingest(store, path, kind="lanl", options={}, parse=_parse, replace=replace)
+    return ingest(
+        store,
+        path,
+        kind="lanl",
+        options={},
+        parse=_parse,
+        replace=replace,
+        as_of=as_of,
+    )

@@ -8,6 +8,7 @@ row per attempt, requeued records of one JobID numbered 1, 2, ...), step rows
 attempt, and the expanded node lists become ``job_nodes``.
 """
 
+import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -595,6 +596,7 @@ def read_sacct(
     *,
     tz: str | None = None,
     replace: bool = False,
+    as_of: str | dt.datetime | None = None,
     pseudonymize: bool = False,
     pseudonym_key_file: str | Path | None = None,
 ) -> IngestResult:
@@ -619,6 +621,11 @@ def read_sacct(
         the file has any time value.
     replace : bool, default False
         Re-read a file ingested before, dropping its earlier rows first.
+    as_of : str or datetime, optional
+        When the file was collected (ISO 8601 with a zone, or an aware
+        datetime; ``--as-of``): stored in UTC as ``as_of_ts`` in the source's
+        options, where analysis ends open-ended observation. A zone-less time
+        is an error.
     pseudonymize : bool, default False
         Replace ``User`` and ``JobName`` by keyed pseudonyms
         (HMAC-SHA256; the same key gives the same pseudonym in every file).
@@ -724,4 +731,5 @@ def read_sacct(
         parse=lambda p, go: _parse(store, p, tz, key, go),
         replace=replace,
         overlap_hash=True,
+        as_of=as_of,
     )

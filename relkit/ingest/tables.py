@@ -29,9 +29,13 @@ from relkit.ingest._common import (
     reject_format,
     rejects_frame,
 )
+from relkit.ingest._modes import mode_columns, settle_modes, value_reasons
 from relkit.store import Store
 
 __all__ = ["read_assets", "read_events"]
+
+#: Flag of an asset row whose ``in_service_ts`` is empty (install date unknown).
+FLAG_IN_SERVICE_UNKNOWN = "in_service_unknown"
 
 #: GPUs per node when an assets file leaves ``gpus`` empty.
 DEFAULT_GPUS = 8
@@ -146,33 +150,13 @@ def _flags(*cols: str) -> pl.Expr:
     return pl.when(joined.list.len() > 0).then(joined.list.join(","))
 
 
-def _failure_mode(raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """Normalised ``category/component`` and the reason for a value that is not one."""
-    mode = (
-        raw.str.to_lowercase()
-        .str.replace_all(r"\s*/\s*", "/")
-        .str.replace_all(r"[\s\-]+", "_")
-    )
-    bad = raw.is_not_null() & ~mode.str.contains(r"^[^/]+/[^/]+$")
-    reason = pl.when(bad).then(
-        pl.format(
-            "failure_mode must be 'category/component', e.g. hardware/gpu_hbm; "
-            "found '{}'",
-            raw,
-        )
-    )
-    return mode, reason
-
-
-def _parse_events(store: Store, path: Path, tz: str | None) -> Parsed:
+def _parse_events(store: Store, path: Path, tz: str | None, *, replace: bool) -> Parsed:
     table = _read_strings(store, path, "events")
     frame, extras = _named(path, table, "events")
-    frame = _times(path, frame, ["ts", "repaired_ts"], tz)
-    mode, mode_reason = _failure_mode(pl.col("failure_mode"))
-    frame = frame.with_columns(failure_mode_norm=mode)
+    frame = mode_columns(_times(path, frame, ["ts", "repaired_ts"], tz))
     reasons = _common_reasons(len(table.columns), REQUIRED["events"])
     reasons += [
-        mode_reason,
+        *value_reasons(),
         _bad_time("ts"),
         _bad_time("repaired_ts"),
         pl.when(pl.col("repaired_ts_utc") < pl.col("ts_utc")).then(
@@ -180,6 +164,10 @@ def _parse_events(store: Store, path: Path, tz: str | None) -> Parsed:
         ),
     ]
     good, bad = _split(frame, reasons)
+    good, disagree, new_modes = settle_modes(store, path, good, replace=replace)
+    bad = pl.concat(
+        [b.select("line_no", "reason", "record") for b in (bad, disagree)]
+    ).sort("line_no")
     events = good.select(
         "line_no",
         ts=pl.col("ts_utc"),
@@ -187,7 +175,7 @@ def _parse_events(store: Store, path: Path, tz: str | None) -> Parsed:
         device="device",
         system="system",
         code="code",
-        failure_mode="failure_mode_norm",
+        failure_mode="mode",
         severity="severity",
         detail="detail",
         repaired_ts=pl.col("repaired_ts_utc"),
@@ -195,13 +183,16 @@ def _parse_events(store: Store, path: Path, tz: str | None) -> Parsed:
             pl.col("repaired_ts_utc").dt.epoch("us") - pl.col("ts_utc").dt.epoch("us")
         )
         / 1e6,
-        flags=_flags("ts_flag", "repaired_ts_flag"),
+        flags=_flags("ts_flag", "repaired_ts_flag", "mode_flag"),
     )
+    options: dict[str, Any] = {"ignored_columns": extras} if extras else {}
+    if new_modes.height:
+        options["declared_modes"] = new_modes.get_column("failure_mode").to_list()
     return Parsed(
         n_lines=frame.height,
-        tables={"events": events},
+        tables={"events": events, "failure_modes": new_modes},
         rejects=rejects_frame(table, bad),
-        options={"ignored_columns": extras} if extras else {},
+        options=options,
         n_loaded=events.height,
     )
 
@@ -212,21 +203,23 @@ def _overlaps(
     """Reject rows whose service window overlaps an earlier row of the same unit.
 
     The unit is (host, device), an empty device being the whole host. Windows are
-    half-open ``[in_service_ts, out_of_service_ts)``, an empty end open; rows are
-    taken in line order and a row overlapping an accepted earlier one is rejected
-    (so a unit's exposure is never counted twice).
+    half-open ``[start, out_of_service_ts)`` with ``start = in_service_ts``, or
+    ``observed_from_ts`` when the install date is unknown; an empty end is open
+    and an unknown start (neither time given) reaches back without limit. Rows
+    are taken in line order and a row overlapping an accepted earlier one is
+    rejected (so a unit's exposure is never counted twice).
     """
     accepted: dict[tuple[str, str | None], list[tuple[int, Any, Any]]] = {}
     reasons: list[str | None] = []
-    cols = ["line_no", "host", "device", "in_service_ts_utc", "out_of_service_ts_utc"]
+    cols = ["line_no", "host", "device", "start_utc", "out_of_service_ts_utc"]
     for line, host, device, start, end in good.sort("line_no").select(cols).rows():
         earlier = accepted.setdefault((host, device), [])
         hit = next(
             (
                 other
                 for other in earlier
-                if (other[2] is None or start < other[2])
-                and (end is None or other[1] < end)
+                if (other[2] is None or start is None or start < other[2])
+                and (end is None or other[1] is None or other[1] < end)
             ),
             None,
         )
@@ -250,11 +243,12 @@ def _overlaps(
     ).sort("line_no")
 
 
-def _window(start: datetime, end: datetime | None) -> str:
+def _window(start: datetime | None, end: datetime | None) -> str:
     def iso(t: datetime) -> str:
         return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    return f"[{iso(start)}, {iso(end) if end is not None else 'open'})"
+    first = iso(start) if start is not None else "unknown start"
+    return f"[{first}, {iso(end) if end is not None else 'open'})"
 
 
 def _parse_assets(store: Store, path: Path, tz: str | None) -> Parsed:
@@ -273,7 +267,13 @@ def _parse_assets(store: Store, path: Path, tz: str | None) -> Parsed:
         .when(fits)
         .then(number.cast(pl.Int64, strict=False))
     )
-    reasons = _common_reasons(len(table.columns), REQUIRED["assets"])
+    frame = frame.with_columns(
+        start_utc=pl.coalesce("in_service_ts_utc", "observed_from_ts_utc"),
+        unknown_flag=pl.when(pl.col("in_service_ts").is_null()).then(
+            pl.lit(FLAG_IN_SERVICE_UNKNOWN)
+        ),
+    )
+    reasons = _common_reasons(len(table.columns), ("host",))
     reasons += [
         _bad_time("in_service_ts"),
         _bad_time("out_of_service_ts"),
@@ -313,6 +313,12 @@ def _parse_assets(store: Store, path: Path, tz: str | None) -> Parsed:
         in_service_ts=pl.col("in_service_ts_utc"),
         out_of_service_ts=pl.col("out_of_service_ts_utc"),
         observed_from_ts=pl.col("observed_from_ts_utc"),
+        flags=_flags(
+            "unknown_flag",
+            "in_service_ts_flag",
+            "out_of_service_ts_flag",
+            "observed_from_ts_flag",
+        ),
     ).with_columns(attrs=pl.Series(attrs, dtype=pl.String))
     return Parsed(
         n_lines=frame.height,
@@ -324,7 +330,12 @@ def _parse_assets(store: Store, path: Path, tz: str | None) -> Parsed:
 
 
 def read_events(
-    store: Store, path: str | Path, *, tz: str | None = None, replace: bool = False
+    store: Store,
+    path: str | Path,
+    *,
+    tz: str | None = None,
+    replace: bool = False,
+    as_of: str | datetime | None = None,
 ) -> IngestResult:
     r"""Read a normalised events table (CSV or Parquet) into the store's ``events``.
 
@@ -336,8 +347,9 @@ def read_events(
         CSV (header on line 1; delimiter ``,``, tab, ``;`` or ``|``) or Parquet
         (recognised by its magic bytes). Required columns ``ts``, ``host``,
         ``failure_mode``; optional ``device``, ``code``, ``severity``, ``detail``,
-        ``repaired_ts``, ``system``. Header names are matched case-insensitively;
-        other columns are ignored (listed in the source's options).
+        ``repaired_ts``, ``system``, ``category``, ``counts_as_failure``. Header
+        names are matched case-insensitively; other columns are ignored (listed
+        in the source's options).
     tz : str, optional
         IANA zone of timestamps written without an offset (e.g. ``"UTC"``).
         Timestamps with an offset (``Z``, ``+01:00``, ``+0100``) ignore it.
@@ -346,6 +358,11 @@ def read_events(
         earlier sources of the same path (or the same bytes) first, in the same
         transaction (``--replace``). Without it, a changed file at a path read
         before is an error and identical bytes are skipped.
+    as_of : str or datetime, optional
+        When the file was collected (ISO 8601 with a zone, or an aware
+        datetime; ``--as-of``): stored in UTC as ``as_of_ts`` in the source's
+        options, where analysis ends open-ended observation. A zone-less time
+        is an error.
 
     Returns
     -------
@@ -373,12 +390,32 @@ def read_events(
     fall-back hour the earlier instant is taken and flag ``dst_ambiguous`` set;
     a time in the spring-forward gap is read as standard time, flag
     ``dst_nonexistent``). :math:`repair\_s = epoch(repaired\_ts) - epoch(ts)`.
+    ``failure_mode`` may be any name; it is stored stripped and in lower case,
+    otherwise as given (``"GPU_Memory_UCE"`` -> ``gpu_memory_uce``). Its
+    category and whether it counts as a failure:
+
+    - a mode of the taxonomy (:data:`relkit.taxonomy.FAILURE_MODES`, e.g.
+      ``gpu/hbm_uncorrectable``) keeps the taxonomy's; a row that states others
+      in ``category``/``counts_as_failure`` is loaded with the flag
+      ``category_from_taxonomy``;
+    - any other mode takes the file's ``category`` (one of
+      :data:`relkit.taxonomy.CATEGORIES`, any case) and ``counts_as_failure``
+      (``true/false``, ``yes/no``, ``1/0``) of its first row that states them,
+      else ``unknown`` and True. The file's new modes are added to the store's
+      ``failure_modes`` table (``component``, ``llama3_row`` NULL;
+      ``declared_source_id`` = this file's ``source_id``; listed in the
+      source's options as ``declared_modes``), so analysis finds every mode's
+      category there. A mode another file declared before keeps that file's
+      values.
+
     A record is rejected (line number, reason naming column and value, raw text)
     when a required field is empty, a timestamp does not parse, ``repaired_ts``
-    precedes ``ts``, ``failure_mode`` is not ``category/component``, or its field
-    count differs from the header's. ``failure_mode`` is normalised first:
-    stripped, lower case, spaces and hyphens to ``_`` (``"Hardware/GPU HBM"`` ->
-    ``hardware/gpu_hbm``); exactly one ``/`` with text on both sides. CSV
+    precedes ``ts``, ``category`` or ``counts_as_failure`` is not a valid value,
+    its stated category or counts_as_failure for a non-taxonomy mode disagrees
+    with an earlier line of the file or with the file that declared the mode
+    (the reason names both: line, or source id and path), or its field count
+    differs from the header's. Flags (``events.flags``, comma-separated):
+    ``dst_ambiguous``, ``dst_nonexistent``, ``category_from_taxonomy``. CSV
     ``line_no`` is the physical line a record starts on (header = line 1, quoted
     newlines counted); for Parquet it is the 1-based row number.
 
@@ -396,11 +433,25 @@ def read_events(
     >>> read_events(store, d / "ev.csv").to_dict()  # doctest: +NORMALIZE_WHITESPACE
     {'path': '...ev.csv', 'kind': 'events', 'source_id': 1, 'n_lines': 2,
      'n_loaded': 1, 'n_rejected': 1, 'skipped': False, 'note': None, 'replaced': [],
-     'n_ignored': 0}
+     'n_ignored': 0, 'top_rejects': '1 rejected: 1 × "unparseable timestamp in
+     column \'ts\': \'yesterday\'" (line 3)', 'flag_counts': None}
     >>> store.table("events")["ts"].to_list()
     [datetime.datetime(2024, 3, 1, 11, 0, tzinfo=zoneinfo.ZoneInfo(key='UTC'))]
     >>> store.table("rejects")["reason"].to_list()
     ["unparseable timestamp in column 'ts': 'yesterday'"]
+
+    A mode outside the taxonomy, with its category from the file:
+
+    >>> _ = (d / "uce.csv").write_text(
+    ...     "ts,host,failure_mode,category\n2024-03-02T00:00:00Z,n1,gpu_memory_uce,"
+    ...     "hardware\n"
+    ... )
+    >>> read_events(store, d / "uce.csv").n_loaded
+    1
+    >>> store.table("failure_modes").filter(failure_mode="gpu_memory_uce").select(
+    ...     "category", "counts_as_failure", "declared_source_id"
+    ... ).rows()
+    [('hardware', True, 2)]
     """
     tz = check_tz(path, tz)
     return ingest(
@@ -408,13 +459,19 @@ def read_events(
         path,
         kind="events",
         options={"tz": tz},
-        parse=lambda p: _parse_events(store, p, tz),
+        parse=lambda p: _parse_events(store, p, tz, replace=replace),
         replace=replace,
+        as_of=as_of,
     )
 
 
 def read_assets(
-    store: Store, path: str | Path, *, tz: str | None = None, replace: bool = False
+    store: Store,
+    path: str | Path,
+    *,
+    tz: str | None = None,
+    replace: bool = False,
+    as_of: str | datetime | None = None,
 ) -> IngestResult:
     r"""Read a normalised assets table (CSV or Parquet) into the store's ``assets``.
 
@@ -423,11 +480,12 @@ def read_assets(
     store : Store
         Open, writable store.
     path : str or Path
-        CSV or Parquet with required columns ``host``, ``in_service_ts``; optional
+        CSV or Parquet with required header columns ``host``, ``in_service_ts``
+        (the install date; its values may be empty: unknown); optional
         ``out_of_service_ts`` (empty = still in service), ``gpus`` (whole number
-        >= 0; empty = 8), ``device``, ``system``, ``observed_from_ts``. Every
-        further column goes into ``attrs`` as a JSON object of string values
-        (empty values left out).
+        >= 0; empty = 8), ``device``, ``system``, ``observed_from_ts`` (when
+        observation of the unit began). Every further column goes into
+        ``attrs`` as a JSON object of string values (empty values left out).
     tz : str, optional
         IANA zone of timestamps written without an offset.
     replace : bool, default False
@@ -435,6 +493,11 @@ def read_assets(
         earlier sources of the same path (or the same bytes) first, in the same
         transaction (``--replace``). Without it, a changed file at a path read
         before is an error and identical bytes are skipped.
+    as_of : str or datetime, optional
+        When the file was collected (ISO 8601 with a zone, or an aware
+        datetime; ``--as-of``): stored in UTC as ``as_of_ts`` in the source's
+        options, where analysis ends open-ended observation. A zone-less time
+        is an error.
 
     Returns
     -------
@@ -450,14 +513,25 @@ def read_assets(
 
     Notes
     -----
-    Rejected (with line number and reason): empty ``host`` or ``in_service_ts``,
-    an unparseable timestamp, ``gpus`` negative or not a whole number (``8.0``,
-    as Parquet float columns give, is 8), ``out_of_service_ts`` before
-    ``in_service_ts``, a wrong field count, and a service window
-    ``[in_service_ts, out_of_service_ts)`` that overlaps an earlier row's of the
-    same ``(host, device)`` in the file (the reason names that line), so that no
-    unit's exposure counts twice. ``attrs`` is ``"{}"`` when the file has no
-    further columns.
+    A row with an empty ``in_service_ts`` (install date unknown) is loaded with
+    ``in_service_ts`` NULL and the flag ``in_service_unknown``: the unit enters
+    observation at ``observed_from_ts`` if given, else (``observed_from_ts``
+    NULL too) at its first record, which analysis finds; its age at entry is
+    unknown (left-truncated). Flags (``assets.flags``, comma-separated):
+    ``in_service_unknown``, and ``dst_ambiguous`` / ``dst_nonexistent`` for a
+    zone-less time read in ``tz``.
+
+    Rejected (with line number and reason): empty ``host``, an unparseable
+    timestamp, ``gpus`` negative or not a whole number (``8.0``, as Parquet
+    float columns give, is 8), ``out_of_service_ts`` before ``in_service_ts``, a
+    wrong field count, and a service window that overlaps an earlier row's of
+    the same ``(host, device)`` in the file (the reason names that line), so
+    that no unit's exposure counts twice. A window is ``[start,
+    out_of_service_ts)`` with ``start`` the ``in_service_ts``, else the
+    ``observed_from_ts``; with neither, the start is unknown and the window
+    reaches back without limit (it overlaps every other window of the unit
+    that starts before its end). ``attrs`` is ``"{}"`` when the file
+    has no further columns.
 
     Examples
     --------
@@ -472,6 +546,14 @@ def read_assets(
     1
     >>> store.table("assets").select("host", "gpus", "attrs").rows()
     [('n1', 8, '{"rack": "r1"}')]
+
+    An unknown install date is accepted and flagged:
+
+    >>> _ = (d / "old.csv").write_text("host,in_service_ts\nn9,\n")
+    >>> read_assets(store, d / "old.csv").n_loaded
+    1
+    >>> store.table("assets").filter(host="n9").select("in_service_ts", "flags").rows()
+    [(None, 'in_service_unknown')]
     """
     tz = check_tz(path, tz)
     return ingest(
@@ -481,4 +563,5 @@ def read_assets(
         options={"tz": tz},
         parse=lambda p: _parse_assets(store, p, tz),
         replace=replace,
+        as_of=as_of,
     )
