@@ -111,7 +111,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     from relkit.ingest import read_path
     from relkit.store import Store
 
-    results, failed = [], 0
+    as_of = _parse_instant(args.as_of, "--as-of")
+    results, failed, refused = [], 0, []
     with Store(args.db) as store:
         for n, path in enumerate(args.paths, 1):
             started = time.perf_counter()
@@ -128,6 +129,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                     pseudonymize=args.pseudonymize,
                     pseudonym_key_file=args.pseudonym_key_file,
                     snapshot_ts=args.snapshot_ts,
+                    as_of=as_of,
                 )
             except RelkitError as exc:
                 failed += 1
@@ -152,13 +154,32 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 note = f"; {result.note}" if result.note else ""
                 where = f"[{n}/{len(args.paths)}] {result.path}"
                 _progress(f"{where}: {state} ({took:.1f} s){note}")
+                if rejected := result.reject_summary():
+                    _progress(f"  {rejected}")
+                if flagged := result.flag_summary():
+                    _progress(f"  flags: {flagged}")
+                if result.all_rejected:
+                    refused.append(result)
                 results.append(row)
         if results:
             _emit(results, args.format)
-        if failed:
+        if failed or refused:
             # raised inside the store's block, so a new store left empty is removed
-            msg = f"{failed} of {len(args.paths)} file(s) could not be ingested (above)"
-            raise RelkitError(msg)
+            parts = []
+            if failed:
+                parts.append(
+                    f"{failed} of {len(args.paths)} file(s) could not be ingested "
+                    "(above)"
+                )
+            for result in refused:
+                reason, count, _lines = result.top_rejects[0]
+                parts.append(
+                    f"{result.path}: all {result.n_rejected} records were rejected; "
+                    f'top reason ({count}×): "{reason}". The rejects are kept: '
+                    f"`relkit rejects --db {args.db} --source {result.path}` lists "
+                    "them"
+                )
+            raise RelkitError("; ".join(parts))
     return 0
 
 
@@ -231,7 +252,36 @@ def _cmd_events(args: argparse.Namespace) -> int:
 
     with Store(args.db, read_only=True) as store:
         events = store.table("events")
-    _emit(event_table(events, failure_mode=args.failure_mode), args.format)
+        modes = store.table("failure_modes")
+    listed = event_table(events, failure_mode=args.failure_mode)
+    # the readers' flags per row, and the category of modes a file declared
+    flags = events.group_by("source_id", "line_no").agg(
+        flags=pl.col("flags").drop_nulls().unique(maintain_order=True).str.join(",")
+    )
+    listed = (
+        listed.join(flags, on=["source_id", "line_no"], how="left")
+        .join(
+            modes.select("failure_mode", _declared="category"),
+            on="failure_mode",
+            how="left",
+        )
+        .with_columns(
+            category=pl.coalesce("_declared", "category"),
+            flags=pl.when(pl.col("flags") != "").then(pl.col("flags")),
+        )
+        .drop("_declared")
+        .sort("ts", "source_id", "line_no", nulls_last=True)
+    )
+    _emit(listed, args.format)
+    return 0
+
+
+def _cmd_rejects(args: argparse.Namespace) -> int:
+    from relkit.store import Store
+
+    with Store(args.db, read_only=True) as store:
+        rejects = store.rejects(args.source)
+    _emit(rejects, args.format)
     return 0
 
 
@@ -445,6 +495,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="k8s: when the dump was taken (ISO 8601 with zone); running pods are "
         "censored there",
     )
+    p.add_argument(
+        "--as-of",
+        help="when the files were collected (ISO 8601 with zone, e.g. "
+        "2025-06-11T12:05Z): where open-ended observation of their units ends",
+    )
     p.add_argument("paths", nargs="+", metavar="PATH")
     _add_format(p)
     p.set_defaults(func=_cmd_ingest)
@@ -488,6 +543,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--failure-mode", help="only this mode, e.g. gpu/hbm_uncorrectable")
     _add_format(p)
     p.set_defaults(func=_cmd_events)
+
+    p = verbs.add_parser(
+        "rejects", help="list the input lines ingest could not use, with reasons"
+    )
+    _add_db(p)
+    p.add_argument("--source", help="only this file (its path as ingested)")
+    _add_format(p)
+    p.set_defaults(func=_cmd_rejects)
 
     p = verbs.add_parser("incidents", help="fold log events into incidents")
     _add_db(p)
