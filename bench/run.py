@@ -23,7 +23,7 @@ from collections.abc import Callable
 import duckdb
 
 import relkit
-from relkit import datasets, fleet
+from relkit import datasets, answers
 from relkit.ingest import read_file
 
 
@@ -87,7 +87,7 @@ def main() -> None:
         json.dumps(
             compare(
                 "mtbf_by_system",
-                lambda: fleet.mtbf_by(events, assets, by=["system"]),
+                lambda: answers.mtbf_by(events, assets, by=["system"]),
                 lambda: events.group_by("system").len(),
                 args.repeat,
             )

@@ -10,7 +10,7 @@ The main job in five calls::
 
 Modules: :mod:`relkit.store`, :mod:`relkit.ingest`, :mod:`relkit.exposure`,
 :mod:`relkit.metrics`, :mod:`relkit.survival`, :mod:`relkit.checkpoint`,
-:mod:`relkit.fleet`, :mod:`relkit.charts` (Altair), :mod:`relkit.report`,
+:mod:`relkit.answers`, :mod:`relkit.charts` (Altair), :mod:`relkit.report`,
 :mod:`relkit.simulate` (synthetic clusters with known ground truth),
 :mod:`relkit.interruptions`, :mod:`relkit.scale`, :mod:`relkit.published` (job logs:
 interruptions, root causes, MTTF at scale, published-table checks).
@@ -39,7 +39,7 @@ from relkit.errors import (
     SchemaError,
 )
 from relkit.exposure import build_exposure, observation_end
-from relkit.fleet import (
+from relkit.answers import (
     checkpoint_plan_by_system,
     first_failure_survival,
     mtbf_by,

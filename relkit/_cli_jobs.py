@@ -65,7 +65,7 @@ def _ints(text: str, flag: str, *, most: int) -> list[int]:
 
 def _job_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Build the attempts and interruptions of the store named by ``--db``."""
-    from relkit.fleet import log_end
+    from relkit.answers import log_end
     from relkit.interruptions import job_interruptions
     from relkit.store import Store
 
@@ -180,13 +180,10 @@ def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
                 raise RelkitError(msg) from exc
         source = f"given r_f = {rate:g} per node-day"
     else:
-        from relkit.fleet import mtbf_by
+        from relkit.answers import mtbf_by
 
-        events, assets, sources = _store_tables(args.db)
         row = mtbf_by(
-            events,
-            assets,
-            sources=sources,
+            **_store_tables(args.db),
             by=(),
             window_min=args.window_min,
             confidence=args.confidence,
@@ -220,11 +217,12 @@ def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
     return 0
 
 
-def _store_tables(db: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def _store_tables(db: str) -> dict[str, pl.DataFrame]:
+    from relkit.answers import store_tables
     from relkit.store import Store
 
     with Store(db, read_only=True) as store:
-        return store.table("events"), store.table("assets"), store.table("sources")
+        return store_tables(store)
 
 
 def _cmd_job_mttf(args: argparse.Namespace, emit: Emit) -> int:

@@ -40,7 +40,7 @@ def simulated_interruptions(
         ``interruptions_by_cause`` (``cause (kind): n`` pairs).
     """
     from relkit import datasets
-    from relkit.fleet import log_end
+    from relkit.answers import log_end
     from relkit.ingest import read_file, read_path
     from relkit.interruptions import job_interruptions, root_cause_table
 

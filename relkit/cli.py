@@ -183,12 +183,30 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_tables(db: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Read the store's ``events``, ``assets`` and ``sources`` tables."""
+def _open_tables(db: str) -> dict[str, pl.DataFrame]:
+    """Read the store tables every answer needs (:func:`relkit.answers.store_tables`)."""
+    from relkit.answers import store_tables
     from relkit.store import Store
 
     with Store(db, read_only=True) as store:
-        return store.table("events"), store.table("assets"), store.table("sources")
+        return store_tables(store)
+
+
+def _say_exclusions(obs_excluded: pl.DataFrame) -> None:
+    """Name the failures left out of every window, by reason, on stderr."""
+    if obs_excluded.height == 0:
+        return
+    reasons = (
+        obs_excluded.with_columns(pl.col("reason").str.replace(r" \(.*\)$", ""))
+        .group_by("reason")
+        .agg(n=pl.len())
+        .sort("n", "reason", descending=[True, False])
+    )
+    shown = "; ".join(f"{r['n']} {r['reason']}" for r in reasons.iter_rows(named=True))
+    _progress(
+        f"{obs_excluded.height} failure(s) in no service window of their unit were "
+        f"excluded ({shown}); `relkit rejects --db DB` lists them"
+    )
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -210,44 +228,62 @@ def _check_options(args: argparse.Namespace) -> None:
         raise RelkitError(msg)
 
 
-def _cmd_mtbf(args: argparse.Namespace) -> int:
-    from relkit.fleet import mtbf_by
-
-    start = _parse_instant(args.window_start, "--window-start")
-    end = _parse_instant(args.window_end, "--window-end")
+def _window(args: argparse.Namespace) -> tuple[datetime | None, datetime | None]:
+    start = _parse_instant(getattr(args, "window_start", None), "--window-start")
+    end = _parse_instant(getattr(args, "window_end", None), "--window-end")
     if start is not None and end is not None and start >= end:
         msg = f"--window-start {start} is not before --window-end {end}; swap them"
         raise RelkitError(msg)
-    events, assets, sources = _open_tables(args.db)
-    result = mtbf_by(
-        events,
-        assets,
-        sources=sources,
-        by=_columns(args.by),
-        confidence=args.confidence,
+    return start, end
+
+
+def _cmd_mtbf(args: argparse.Namespace) -> int:
+    from relkit.answers import mtbf_of, observe_store
+
+    start, end = _window(args)
+    obs = observe_store(
+        **_open_tables(args.db),
         window_start=start,
         window_end=end,
         window_min=args.window_min,
         gpus_per_node=args.gpus_per_node,
     )
+    result = mtbf_of(
+        obs,
+        by=_columns(args.by),
+        confidence=args.confidence,
+        unit=args.unit,
+        gpus_per_node=args.gpus_per_node,
+        min_exposure_h=args.min_exposure_h,
+    )
+    _say_exclusions(obs.excluded)
+    if obs.n_no_wall_time:
+        _progress(
+            f"{obs.n_no_wall_time} event(s) have no wall time and are not counted "
+            "(flag no_wall_time); ingest the logs with wall-clock stamps or a "
+            "boot anchor to place them"
+        )
+    for row in (
+        result.filter(pl.col("warning").is_not_null()).head(5).iter_rows(named=True)
+    ):
+        _progress(f"warning: {row['warning']}")
     _emit(result, args.format)
     return 0
 
 
 def _cmd_survival(args: argparse.Namespace) -> int:
-    from relkit.fleet import survival_by
+    from relkit.answers import survival_by
 
-    events, assets, sources = _open_tables(args.db)
+    _, end = _window(args)
+    tables = _open_tables(args.db)
     _progress("fitting exponential, Weibull, log-normal and log-logistic models")
-    result = survival_by(
-        events, assets, by=_columns(args.by), unit=args.unit, sources=sources
-    )
+    result = survival_by(**tables, by=_columns(args.by), unit=args.unit, window_end=end)
     _emit(result, args.format)
     return 0
 
 
 def _cmd_events(args: argparse.Namespace) -> int:
-    from relkit.fleet import event_table
+    from relkit.answers import event_table
     from relkit.store import Store
 
     with Store(args.db, read_only=True) as store:
@@ -286,17 +322,19 @@ def _cmd_rejects(args: argparse.Namespace) -> int:
 
 
 def _cmd_incidents(args: argparse.Namespace) -> int:
-    from relkit.fleet import incident_table, log_end
+    from relkit.answers import incident_table, log_end
     from relkit.store import Store
 
+    from relkit.answers import store_tables
+
     with Store(args.db, read_only=True) as store:
-        events = store.table("events")
-        end = log_end(store.table("sources"))
+        tables = store_tables(store)
     result = incident_table(
-        events,
+        tables["events"],
         window_min=args.window_min,
         flap_debounce_min=args.flap_debounce_min,
-        end_of_log=end,
+        end_of_log=log_end(tables["sources"]),
+        failure_modes=tables.get("failure_modes"),
     )
     _emit(result, args.format)
     return 0
@@ -517,14 +555,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--window-min",
         type=float,
-        default=10.0,
-        help="incident gap window for logs, min",
+        help="incident gap window, min: log signals are folded with 10 when not "
+        "given; normalised records (events tables, LANL) only when given",
     )
     p.add_argument(
         "--gpus-per-node",
         type=int,
         default=8,
-        help="GPUs per host when exposure is assumed from the logs (no assets)",
+        help="GPUs per host when assets leave it empty or there are none (default 8)",
+    )
+    p.add_argument(
+        "--unit",
+        choices=("node", "gpu"),
+        help="unit of time at risk: node-hours or GPU-hours (default: node, or gpu "
+        "for per-GPU assets); rates are per 1000 node-days or GPU-days",
+    )
+    p.add_argument(
+        "--min-exposure-h",
+        type=float,
+        default=24.0,
+        help="warn for groups with less time at risk, unit-hours (default 24)",
     )
     _add_format(p)
     p.set_defaults(func=_cmd_mtbf)
@@ -535,6 +585,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_db(p)
     p.add_argument("--by", help="comma-separated grouping, e.g. system")
     p.add_argument("--unit", choices=("node", "system"), default="system")
+    p.add_argument(
+        "--window-end", help="ISO 8601 instant with zone (default: end of data)"
+    )
     _add_format(p)
     p.set_defaults(func=_cmd_survival)
 

@@ -948,7 +948,7 @@ def incidents_as_failures(incidents: pl.DataFrame) -> pl.DataFrame:
     -------
     pl.DataFrame
         One row per incident with ``counts_as_failure``, in the shape of the
-        store's ``events`` that :func:`relkit.fleet.mtbf_by` counts: ``ts``
+        store's ``events`` that :func:`relkit.answers.mtbf_by` counts: ``ts``
         (= ``start_ts``, UTC), ``host``, ``device``, ``system``,
         ``failure_mode``, ``code`` (= ``root_code``), ``severity``,
         ``repair_s``, ``repaired_ts``, ``source_id``, ``line_no`` and ``flags``

@@ -1,7 +1,7 @@
 """The offline HTML report and the demo: the main job end to end.
 
 :func:`write_report` reads the store, runs the analyses through
-:mod:`relkit.fleet`, and writes ``report.html`` (charts drawn by Vega libraries
+:mod:`relkit.answers`, and writes ``report.html`` (charts drawn by Vega libraries
 inlined in the page, so it opens with no network) plus ``tables/*.csv``.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from relkit import _html, charts, checkpoint, exposure, fleet, survival
+from relkit import _html, answers, charts, checkpoint, survival
 from relkit.store import Store
 
 __all__ = ["ReportAssumptions", "run_demo", "write_report"]
@@ -63,8 +63,7 @@ def _natural_sort(frame: pl.DataFrame, column: str) -> pl.DataFrame:
 
 
 def _checkpoint_section(
-    events: pl.DataFrame,
-    assets: pl.DataFrame,
+    store_tables: dict[str, pl.DataFrame],
     a: ReportAssumptions,
     tables: dict[str, pl.DataFrame],
 ) -> tuple[str, str]:
@@ -72,12 +71,13 @@ def _checkpoint_section(
     intro = (
         f"<p>Assumed checkpoint write {a.cost_h * 60:.0f} min and restart "
         f"{a.restart_h * 60:.0f} min. A job spanning a whole system is interrupted "
-        "by any node's failure, so its MTBF is the node MTBF divided by the nodes "
+        "by any node's failure, and once by an outage of many nodes at one "
+        "instant, so its MTBF is the system's calendar time over its outages "
         "(Young 1974, doi:10.1145/361147.361115; Daly 2006, "
         "doi:10.1016/j.future.2004.11.016).</p>"
     )
-    plan = fleet.checkpoint_plan_by_system(
-        events, assets, cost_h=a.cost_h, restart_h=a.restart_h, min_failures=1
+    plan = answers.checkpoint_plan_by_system(
+        **store_tables, cost_h=a.cost_h, restart_h=a.restart_h, min_failures=1
     )
     large = plan.filter(pl.col("n_failures") >= a.min_failures)
     shown = large if large.height else plan
@@ -172,19 +172,40 @@ def _write_report(
     out_dir = Path(out_dir)
     tables_dir = out_dir / "tables"
     tables_dir.mkdir(parents=True, exist_ok=True)
-    events, assets = store.table("events"), store.table("assets")
-    sources, rejects = store.table("sources"), store.table("rejects")
-    end = exposure.observation_end(events) if events.height else None
+    st = answers.store_tables(store)
+    events, assets, sources = st["events"], st["assets"], st["sources"]
+    rejects = store.table("rejects")
+    obs = answers.observe_store(**st)
+    end = obs.observed_until
     sections: list[tuple[str, str]] = []
     tables: dict[str, pl.DataFrame] = {}
 
     progress("MTBF by system and by root cause")
     by_system = _natural_sort(
-        fleet.mtbf_by(events, assets, by=["system"], confidence=a.confidence), "system"
+        answers.mtbf_of(obs, by=["system"], confidence=a.confidence), "system"
     )
-    by_cause = fleet.mtbf_by(events, assets, by=["root_cause"], confidence=a.confidence)
+    by_cause = answers.mtbf_of(obs, by=["root_cause"], confidence=a.confidence)
     tables |= {"mtbf_by_system": by_system, "mtbf_by_root_cause": by_cause}
-    overall = fleet.mtbf_by(events, assets, confidence=a.confidence).row(0, named=True)
+    overall = answers.mtbf_of(obs, confidence=a.confidence).row(0, named=True)
+    excluded = obs.excluded
+    if excluded.height:
+        tables["excluded_failures"] = excluded
+        reasons = (
+            excluded.with_columns(pl.col("reason").str.replace(r" \(.*\)$", ""))
+            .group_by("reason")
+            .agg(n=pl.len())
+            .sort("n", "reason", descending=[True, False])
+        )
+        excluded_note = (
+            f" {excluded.height:,} failure(s) fall in no service window of their "
+            "unit and are excluded: "
+            + "; ".join(
+                f"{r['n']:,} {r['reason']}" for r in reasons.iter_rows(named=True)
+            )
+            + " (tables/excluded_failures.csv)."
+        )
+    else:
+        excluded_note = " No failure falls outside its unit's service windows."
 
     sections.append(
         (
@@ -194,7 +215,7 @@ def _write_report(
             "failures (log lines folded into incidents); "
             f"{assets.height:,} assets rows, exposure basis: "
             f"{overall['exposure_basis']}; {rejects.height:,} rejected input lines. "
-            f"Observation ends {end}.</p>",
+            f"Observation ends {end}.{excluded_note}</p>",
         )
     )
     sections.append(
@@ -224,9 +245,9 @@ def _write_report(
 
     progress("fitting lifetime models to the time between failures")
     top = _top_systems(by_system, a.top_systems)
-    fits = _natural_sort(fleet.survival_by(events, assets, by=["system"]), "system")
+    fits = _natural_sort(answers.survival_by(**st, by=["system"]), "system")
     tables["survival_by_system"] = fits
-    largest = fleet.time_between_failures(events, assets, by=["system"]).filter(
+    largest = answers.time_between_failures(**st, by=["system"]).filter(
         pl.col("system") == top[0]
     )
     models = survival.fit_lifetime_models(largest, by=["system"])
@@ -234,7 +255,8 @@ def _write_report(
     sections.append(
         (
             "Time between failures (system-wide)",
-            "<p>Gaps between consecutive failures anywhere in a system, fitted with "
+            "<p>Gaps between consecutive outages anywhere in a system (failures of "
+            "many nodes within 60 s are one outage), fitted with "
             "four lifetime models and ranked by AIC. A Weibull shape below 1 is a "
             "decreasing hazard: failures cluster (Schroeder &amp; Gibson, DSN 2006, "
             "doi:10.1109/DSN.2006.5).</p>"
@@ -252,7 +274,7 @@ def _write_report(
     )
 
     progress("Kaplan-Meier of time to first failure per node")
-    km = fleet.first_failure_survival(events, assets, systems=top)
+    km = answers.first_failure_survival(**st, systems=top)
     tables["km_first_failure"] = km
     sections.append(
         (
@@ -267,7 +289,7 @@ def _write_report(
     )
 
     progress("checkpoint intervals for a job spanning each system")
-    sections.append(_checkpoint_section(events, assets, a, tables))
+    sections.append(_checkpoint_section(st, a, tables))
 
     for name, frame in tables.items():
         frame.write_csv(tables_dir / f"{name}.csv")
@@ -310,11 +332,10 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
         progress("ingesting the LANL failure data (23,739 records)")
         read_file(store, datasets.path("lanl"), kind="lanl")
         page = write_report(store, out_dir, progress=progress)
-        events, assets = store.table("events"), store.table("assets")
-        sources = (
-            store.table("sources").filter(pl.col("kind") == "lanl").row(0, named=True)
-        )
-        overall = fleet.mtbf_by(events, assets).row(0, named=True)
+        st = answers.store_tables(store)
+        events = st["events"]
+        sources = st["sources"].filter(pl.col("kind") == "lanl").row(0, named=True)
+        overall = answers.mtbf_by(**st).row(0, named=True)
     progress("ingesting NVIDIA kernel-log excerpts (gpud fixtures; times read as UTC)")
     with Store(out_dir / "gpu-logs.duckdb") as gpu_store:
         logs = read_path(
@@ -324,9 +345,9 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
             tz="UTC",
             host_from_filename=True,
         )
-        incidents = fleet.incident_table(
+        incidents = answers.incident_table(
             gpu_store.table("events"),
-            end_of_log=fleet.log_end(gpu_store.table("sources")),
+            end_of_log=answers.log_end(gpu_store.table("sources")),
         )
     by_mode = (
         incidents.group_by("failure_mode", "category")

@@ -244,7 +244,7 @@ def node_failure_rate(
     ----------
     n_failures : int
         Failure incidents counted (>= 0), e.g. the ``n_failures`` of
-        :func:`relkit.fleet.mtbf_by` with ``by=()``.
+        :func:`relkit.answers.mtbf_by` with ``by=()``.
     node_hours : float
         Node-hours at risk (> 0), e.g. its ``exposure_h`` when the assets rows
         are nodes.

@@ -51,10 +51,7 @@ BASE, SOURCES, ANALYSIS, COMPOSITION, CHARTS, PRESENTATION = range(6)
 LAYER_NAMES = ("base", "sources", "analysis", "composition", "charts", "presentation")
 
 #: room -> (layer, modules). A module is dotted, relative to ``relkit``; a
-#: package name covers every module under it. Names of both sides of the
-#: observation rename are listed (``fleet``/``_prepare``/``exposure`` today,
-#: ``answers``/``observation`` after issue 9), so the map holds before and after;
-#: a name with no file is simply absent.
+#: package name covers every module under it; a name with no file is absent.
 ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
     # base: no relkit imports but each other
     "errors": (BASE, ("errors",)),
@@ -66,7 +63,7 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
     "ingest": (SOURCES, ("ingest",)),
     "simulate": (SOURCES, ("simulate",)),
     # analysis: frames in, frames or small results out
-    "observation": (ANALYSIS, ("observation", "exposure", "_prepare")),
+    "observation": (ANALYSIS, ("observation", "exposure")),
     "metrics": (ANALYSIS, ("metrics",)),
     "incidents": (ANALYSIS, ("incidents",)),
     "survival": (ANALYSIS, ("survival", "_survival_tables")),
@@ -75,7 +72,7 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
     "scale": (ANALYSIS, ("scale",)),
     "published": (ANALYSIS, ("published",)),
     # composition: reads store tables and calls analysis
-    "answers": (COMPOSITION, ("answers", "fleet")),
+    "answers": (COMPOSITION, ("answers",)),
     # charts: the only Altair user
     "charts": (CHARTS, ("charts",)),
     # presentation: thin users of the library
@@ -97,12 +94,7 @@ HEAVY = {
 }
 
 #: (rule, module) -> reason, for violations in modules owned by another change.
-#: An entry whose module no longer exists marks nothing (fleet after the rename).
 KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {
-    ("private-module", "fleet"): (
-        "relkit/fleet.py imports relkit._prepare (room observation) from the "
-        "composition room; issue 9 folds _prepare into relkit/observation.py"
-    ),
     ("private-name", "ingest.kernel"): (
         "relkit/ingest/kernel.py imports _add_flag, _classify and _framing from "
         "relkit.ingest._kernel_time/_kernel_classify; make them public there"

@@ -371,8 +371,8 @@ def test_ref_c05_incidents_as_failures_repair_time() -> None:
 
 def test_ref_c05_mtbf_by_counts_two_link_failures() -> None:
     """C05: MTBF for the link mode counts 2 incidents, not the 8 'Link down' lines;
-    incidents_as_failures feeds relkit.fleet.mtbf_by unchanged."""
-    from relkit.fleet import mtbf_by
+    incidents_as_failures feeds relkit.answers.mtbf_by unchanged."""
+    from relkit.answers import mtbf_by
 
     failures = incidents_as_failures(build_incidents(c05_events(), end_of_log=C05_END))
     start = datetime(2025, 5, 2, 7, tzinfo=UTC)

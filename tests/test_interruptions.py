@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from relkit.errors import InvalidParameterError, SchemaError
-from relkit.fleet import log_end
+from relkit.answers import log_end
 from relkit.ingest import read_file, read_path, read_sacct
 from relkit.interruptions import (
     build_interruptions,

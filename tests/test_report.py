@@ -47,7 +47,9 @@ def test_report_on_a_small_fleet(small_store: Store, tmp_path: Path) -> None:
     assert "No system has 100 failures" in html
     plan = (tmp_path / "out" / "tables" / "checkpoint_plan.csv").read_text()
     header, *rows = plan.strip().splitlines()
-    assert header.startswith("system,n_nodes,n_failures,node_mtbf_h,mtbf_h")
+    assert header.startswith(
+        "system,n_nodes,n_failures,n_interruptions,node_mtbf_h,mtbf_h"
+    )
     cluster_a = next(r for r in rows if r.startswith("clusterA,"))
     fields = cluster_a.split(",")
     assert fields[1:3] == ["3", "4"]

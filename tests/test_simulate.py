@@ -21,7 +21,7 @@ from scipy import stats
 
 from relkit.checkpoint import ettr_model, expected_ettr
 from relkit.errors import InvalidParameterError
-from relkit.fleet import mtbf_by
+from relkit.answers import mtbf_by
 from relkit.incidents import build_incidents
 from relkit.ingest import read_file, read_path
 from relkit.metrics import failure_rate_bounds
@@ -229,7 +229,7 @@ def test_recover_rates_within_poisson_bounds_100_seeds() -> None:
     """Per mode, the true rate lies in relkit's 95% Poisson bounds in >= 93/100 seeds.
 
     Expected: the injected rate of each logged failure mode (ground truth);
-    estimate: :func:`relkit.fleet.mtbf_by` (incidents per node-hour of the
+    estimate: :func:`relkit.answers.mtbf_by` (incidents per node-hour of the
     assets) and :func:`relkit.metrics.failure_rate_bounds` (Garwood 95%).
     The interval covers the truth with probability >= 0.95 per seed.
     """
@@ -247,7 +247,7 @@ def test_recover_llama3_mtbf_by_mode_matches_injected_rates() -> None:
 
     Expected: the injected per-node rates (ground truth, calibrated on Llama 3
     Table 5); each mode's true MTBF lies inside relkit's two-sided 99%
-    chi-square bounds (:func:`relkit.fleet.mtbf_by`).
+    chi-square bounds (:func:`relkit.answers.mtbf_by`).
     """
     sim = simulate_cluster(simulation_preset("llama3-54d"), seed=7)
     res = mtbf_by(sim.events, sim.assets_table, by=["failure_mode"], confidence=0.99)

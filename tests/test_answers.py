@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from shared_paths import SHARED
 
-from relkit import fleet, metrics
+from relkit import answers, metrics
 from relkit.errors import InsufficientDataError, SchemaError
 
 Tables = tuple[pl.DataFrame, pl.DataFrame]
@@ -15,7 +15,7 @@ Tables = tuple[pl.DataFrame, pl.DataFrame]
 
 def test_ref_failure_counts_by_root_cause(lanl_tables: Tables) -> None:
     """shared/reference/README.md, real-data facts: LANL counts by root cause."""
-    out = fleet.mtbf_by(*lanl_tables, by=["root_cause"])
+    out = answers.mtbf_by(*lanl_tables, by=["root_cause"])
     got = dict(out.select("root_cause", "n_failures").iter_rows())
     assert got == {
         "hardware": 14341,
@@ -30,7 +30,7 @@ def test_ref_failure_counts_by_root_cause(lanl_tables: Tables) -> None:
 
 def test_mtbf_bounds_match_the_chi_square_formula(lanl_tables: Tables) -> None:
     """Each row's bounds are metrics.mtbf_bounds(r, T) (Epstein & Sobel 1953)."""
-    out = fleet.mtbf_by(*lanl_tables, by=["system"], confidence=0.9)
+    out = answers.mtbf_by(*lanl_tables, by=["system"], confidence=0.9)
     for row in out.iter_rows(named=True):
         b = metrics.mtbf_bounds(row["n_failures"], row["exposure_h"], confidence=0.9)
         assert row["mtbf_h"] == pytest.approx(row["exposure_h"] / row["n_failures"])
@@ -53,7 +53,7 @@ def test_ref_system_20_exposure_by_hand(lanl_tables: Tables) -> None:
     end = max(events["ts"].max(), events["repaired_ts"].max())
     start = datetime(2001, 12, 1, 7, 0, tzinfo=UTC)
     row = (
-        fleet.mtbf_by(events, assets, by=["system"])
+        answers.mtbf_by(events, assets, by=["system"])
         .filter(system="20")
         .row(0, named=True)
     )
@@ -68,7 +68,7 @@ def test_zero_failure_groups_have_only_a_lower_bound(lanl_tables: Tables) -> Non
 
     Lower bound for r = 0 over T hours at c = 0.9: 2T/χ²(0.9; 2) = T / 2.302585.
     """
-    out = fleet.mtbf_by(*lanl_tables, by=["system", "root_cause"])
+    out = answers.mtbf_by(*lanl_tables, by=["system", "root_cause"])
     zero = out.filter(pl.col("n_failures") == 0)
     assert zero.height > 0
     assert zero["mtbf_h"].null_count() == zero.height
@@ -84,7 +84,7 @@ def test_ref_weibull_shape_below_one_for_the_five_largest_systems(
 ) -> None:
     """Schroeder & Gibson, DSN 2006 (doi:10.1109/DSN.2006.5): the time between
     failures of a system is Weibull with decreasing hazard (shape < 1)."""
-    fits = fleet.survival_by(*lanl_tables, by=["system"], unit="system")
+    fits = answers.survival_by(*lanl_tables, by=["system"], unit="system")
     top = fits.filter(pl.col("system").is_in(["2", "18", "19", "16", "20"]))
     assert top.height == 5
     assert (top["weibull_shape_upper"] < 1).all()
@@ -94,18 +94,27 @@ def test_ref_weibull_shape_below_one_for_the_five_largest_systems(
 def test_ref_checkpoint_plan_uses_the_job_mtbf(lanl_tables: Tables) -> None:
     """A job over all 512 nodes of system 20 fails whenever any node does.
 
-    Its MTBF is node MTBF / 512 (≈ 13.35 h: 2,478 failures in ≈ 33,085 h of
-    calendar time); Young's interval is √(2 δ M) (Young 1974,
+    Its MTBF is the calendar time (node-hours / 512, ≈ 33,085 h) over the
+    system's outages: 2,478 node failures are 2,386 outages once failures of
+    many nodes at one instant count once (13.87 h; it was 13.35 h when each
+    node record counted as an interruption); Young's interval is √(2 δ M) (Young 1974,
     doi:10.1145/361147.361115) with δ = 5 min.
     """
     events, assets = lanl_tables
-    plan = fleet.checkpoint_plan_by_system(
+    plan = answers.checkpoint_plan_by_system(
         events, assets, cost_h=5 / 60, restart_h=1 / 6
     )
     row = plan.filter(system="20").row(0, named=True)
     assert row["n_nodes"] == 512
-    assert row["mtbf_h"] == pytest.approx(row["node_mtbf_h"] / 512)
-    assert row["mtbf_h"] == pytest.approx(13.35, abs=0.01)
+    # one interruption per outage: node records of system 20 starting
+    # within 60 s of the previous one are one system incident (issue 9 §4)
+    starts = sorted(events.filter(system="20")["ts"].to_list())
+    outages = 1 + sum((b - a).total_seconds() > 60 for a, b in zip(starts, starts[1:]))
+    assert row["n_failures"] == 2478
+    assert row["n_interruptions"] == outages == 2386
+    node_h = row["node_mtbf_h"] * row["n_failures"]
+    assert row["mtbf_h"] == pytest.approx(node_h / 512 / outages)
+    assert row["mtbf_h"] == pytest.approx(13.87, abs=0.01)
     assert row["young_h"] == pytest.approx((2 * (5 / 60) * row["mtbf_h"]) ** 0.5)
     assert plan["mtbf_h"].is_sorted()
     assert (plan["exact_h"] < plan["young_h"]).all()
@@ -113,7 +122,7 @@ def test_ref_checkpoint_plan_uses_the_job_mtbf(lanl_tables: Tables) -> None:
 
 def test_unknown_grouping_column_says_what_is_allowed(lanl_tables: Tables) -> None:
     with pytest.raises(SchemaError, match="root_cause"):
-        fleet.mtbf_by(*lanl_tables, by=["rack_id"])
+        answers.mtbf_by(*lanl_tables, by=["rack_id"])
 
 
 def test_empty_store_says_how_to_ingest() -> None:
@@ -122,7 +131,7 @@ def test_empty_store_says_how_to_ingest() -> None:
     empty_events = pl.DataFrame(schema=POLARS_SCHEMAS["events"])
     empty_assets = pl.DataFrame(schema=POLARS_SCHEMAS["assets"])
     with pytest.raises(InsufficientDataError, match="relkit ingest"):
-        fleet.mtbf_by(empty_events, empty_assets)
+        answers.mtbf_by(empty_events, empty_assets)
 
 
 def test_every_failure_is_a_gap_or_an_excluded_gap(lanl_tables: Tables) -> None:
@@ -132,7 +141,7 @@ def test_every_failure_is_a_gap_or_an_excluded_gap(lanl_tables: Tables) -> None:
     production date is unknown ("before tracking": systems 7, 22, 24; system 17
     has no node numbers), so their first gap has no origin.
     """
-    out = fleet.survival_by(*lanl_tables, unit="node").row(0, named=True)
+    out = answers.survival_by(*lanl_tables, unit="node").row(0, named=True)
     assert out["n_excluded"] == 4
     assert out["n_failures"] + out["n_excluded"] == 23739
 
@@ -170,51 +179,71 @@ def test_another_fleet_in_the_store_does_not_change_lanl(lanl_tables: Tables) ->
     cluster's exposure is 2 nodes × (2024-04-10 − 2024-01-01) = 2 × 2,400 h, with
     its events' system taken from the assets.
     """
-    before = fleet.mtbf_by(*lanl_tables, by=["system"])
-    after = fleet.mtbf_by(*_other_fleet(*lanl_tables), by=["system"])
+    before = answers.mtbf_by(*lanl_tables, by=["system"])
+    after = answers.mtbf_by(*_other_fleet(*lanl_tables), by=["system"])
     assert after.filter(system="10").row(0) == before.filter(system="10").row(0)
     new = after.filter(system="clusterA").row(0, named=True)
     assert new["n_failures"] == 2
     assert new["exposure_h"] == pytest.approx(2 * 100 * 24)
 
 
-def test_failures_on_unknown_hosts_are_named(lanl_tables: Tables) -> None:
+def test_failures_on_unknown_hosts_are_excluded_and_named(lanl_tables: Tables) -> None:
+    """One failure on a host the inventory lacks is left out and named, never a
+    refusal of the other 23,739 (issue 9 §1)."""
     events, assets = lanl_tables
     ghost = events.head(1).with_columns(host=pl.lit("ghost"), system=pl.lit(None))
-    with pytest.raises(InsufficientDataError, match=r"missing from the assets.*ghost"):
-        fleet.mtbf_by(pl.concat([events, ghost]), assets, by=["system"])
+    both = pl.concat([events, ghost])
+    out = answers.mtbf_by(both, assets).row(0, named=True)
+    assert (out["n_failures"], out["n_excluded"]) == (23_739, 1)
+    excluded = answers.excluded_failures(both, assets)
+    assert excluded["host"].to_list() == ["ghost"]
+    assert excluded["reason"][0].startswith("host not in the assets table")
 
 
 def test_duplicate_grouping_columns_are_merged(lanl_tables: Tables) -> None:
-    out = fleet.mtbf_by(*lanl_tables, by=["root_cause", "root_cause"])
+    out = answers.mtbf_by(*lanl_tables, by=["root_cause", "root_cause"])
     assert out.columns[0] == "root_cause"
     assert out.height == 7
 
 
-def test_failures_outside_service_windows_are_named(lanl_tables: Tables) -> None:
-    """A failure before its node entered production cannot be counted honestly."""
+def test_failures_outside_service_windows_are_excluded(lanl_tables: Tables) -> None:
+    """A failure before its node entered production cannot be counted honestly:
+    it is excluded with its reason, and the rest of the store is answered."""
     events, assets = lanl_tables
     early = (
         events.filter(host="s20-n27")
         .head(1)
         .with_columns(ts=pl.lit(datetime(1999, 1, 1, tzinfo=UTC)))
     )
-    with pytest.raises(InsufficientDataError, match=r"s20-n27 at 1999-01-01 00:00Z"):
-        fleet.mtbf_by(pl.concat([events, early]), assets)
+    both = pl.concat([events, early])
+    out = answers.mtbf_by(both, assets, by=["system"]).filter(system="20")
+    assert out.select("n_failures", "n_excluded").row(0) == (2478, 1)
+    excluded = answers.excluded_failures(both, assets)
+    assert excluded["host"].to_list() == ["s20-n27"]
+    assert excluded["reason"][0].startswith(
+        "before the unit entered service (2001-12-01T07:00Z)"
+    )
 
 
-def test_declared_window_does_not_revive_an_old_fleet(lanl_tables: Tables) -> None:
-    """A 2024 window on a store with LANL (data ends 2005) and a 2024 fleet counts
-    only the 2024 fleet: 2 nodes × (2024-04-10 − 2024-01-01) = 4,800 node-hours."""
+def test_declared_window_end_extends_open_ended_units(lanl_tables: Tables) -> None:
+    """A declared end says the user watched until then (issue 9 §1): the 2024
+    fleet's 2 open-ended nodes are at risk for all of 2024, 2 × 366 × 24 =
+    17,568 node-hours, though its data ends on 2024-04-10; LANL nodes that
+    were retired are not revived (an explicit out_of_service_ts holds)."""
     events, assets = _other_fleet(*lanl_tables)
-    out = fleet.mtbf_by(
+    out = answers.mtbf_by(
         events,
         assets,
+        by=["system"],
         window_start=datetime(2024, 1, 1, tzinfo=UTC),
         window_end=datetime(2025, 1, 1, tzinfo=UTC),
-    ).row(0, named=True)
-    assert out["n_failures"] == 2
-    assert out["exposure_h"] == pytest.approx(4800)
+    )
+    new = out.filter(system="clusterA").row(0, named=True)
+    assert new["n_failures"] == 2
+    assert new["exposure_h"] == pytest.approx(2 * 366 * 24)
+    assert new["exposure_basis"] == "assets: open-ended units to --window-end"
+    # LANL system 7 (one node, decommissioned 2002) has no time in 2024
+    assert out.filter(system="7").height == 0
 
 
 def test_adjacent_declared_windows_count_a_failure_once(lanl_tables: Tables) -> None:
@@ -222,10 +251,10 @@ def test_adjacent_declared_windows_count_a_failure_once(lanl_tables: Tables) -> 
     (2024-03-01 00:00) belongs to the second window only."""
     events, assets = _other_fleet(*lanl_tables)
     cut = datetime(2024, 3, 1, tzinfo=UTC)
-    first = fleet.mtbf_by(
+    first = answers.mtbf_by(
         events, assets, window_start=datetime(2024, 1, 1, tzinfo=UTC), window_end=cut
     ).row(0, named=True)
-    second = fleet.mtbf_by(
+    second = answers.mtbf_by(
         events, assets, window_start=cut, window_end=datetime(2024, 5, 1, tzinfo=UTC)
     ).row(0, named=True)
     assert (first["n_failures"], second["n_failures"]) == (0, 2)
@@ -236,7 +265,7 @@ def test_one_unit_in_two_inventories_is_refused(lanl_tables: Tables) -> None:
     events, assets = _other_fleet(*lanl_tables)
     again = assets.filter(source_id=99).with_columns(source_id=pl.lit(100, pl.Int32))
     with pytest.raises(InsufficientDataError, match=r"gpu001 in sources 99 and 100"):
-        fleet.mtbf_by(events, pl.concat([assets, again]))
+        answers.mtbf_by(events, pl.concat([assets, again]))
 
 
 def test_event_naming_another_system_is_refused(lanl_tables: Tables) -> None:
@@ -247,7 +276,7 @@ def test_event_naming_another_system_is_refused(lanl_tables: Tables) -> None:
         .otherwise("system")
     )
     with pytest.raises(InsufficientDataError, match=r"gpu001 \(event: 'clusterB'"):
-        fleet.mtbf_by(wrong, assets, by=["system"])
+        answers.mtbf_by(wrong, assets, by=["system"])
 
 
 def test_assets_without_system_still_fit() -> None:
@@ -273,28 +302,26 @@ def test_assets_without_system_still_fit() -> None:
     events = pl.concat(
         [pl.DataFrame(schema=POLARS_SCHEMAS["events"]), events], how="diagonal_relaxed"
     )
-    fits = fleet.survival_by(events, assets, by=["system"])
+    fits = answers.survival_by(events, assets, by=["system"])
     assert fits["system"].to_list() == ["unassigned"]
     assert fits["n_failures"].to_list() == [4]
-    per_node = fleet.survival_by(events, assets, by=["system"], unit="node")
+    per_node = answers.survival_by(events, assets, by=["system"], unit="node")
     assert per_node["n_failures"].to_list() == [4]
-    assert fleet.mtbf_by(events, assets, by=["system"])["n_failures"].to_list() == [4]
+    assert answers.mtbf_by(events, assets, by=["system"])["n_failures"].to_list() == [4]
     assert fits["n_excluded"].to_list() == [0]
 
 
-def test_by_device_is_the_failing_device_when_assets_are_nodes(
-    lanl_tables: Tables,
-) -> None:
-    """Node-level assets: `device` groups failures (GPU slot) against fleet exposure."""
+def test_by_device_is_refused_when_assets_are_nodes(lanl_tables: Tables) -> None:
+    """Node-level assets: devices are not units, so grouping by device would give
+    each device its node's (or the fleet's) time at risk (issue 9 §3)."""
     events, assets = _other_fleet(*lanl_tables)
     events = events.with_columns(
         device=pl.when(pl.col("host").is_in(["gpu001", "gpu002"]))
         .then(pl.lit("0000:3b:00"))
         .otherwise(None)
     )
-    out = fleet.mtbf_by(events, assets, by=["device"])
-    slot = out.filter(device="0000:3b:00").row(0, named=True)
-    assert slot["n_failures"] == 2
+    with pytest.raises(SchemaError, match="cannot group by device: the assets list"):
+        answers.mtbf_by(events, assets, by=["device"])
 
 
 C03 = SHARED / "cases" / "C03-xid-storm-dedup.log"
@@ -312,10 +339,10 @@ def test_ref_c03_mtbf_counts_incidents_not_lines(tmp_path: Path) -> None:
     with Store(":memory:") as store:
         read_file(store, C03, kind="kernel", tz="UTC", host="gpu001")
         events, assets = store.table("events"), store.table("assets")
-    out = fleet.mtbf_by(events, assets, by=["failure_mode"])
+    out = answers.mtbf_by(events, assets, by=["failure_mode"])
     counts = dict(out.select("failure_mode", "n_failures").iter_rows())
     assert counts == {"gpu/fallen_off_bus": 1, "gpu/gsp_firmware": 1}
-    assert out["exposure_basis"].unique().to_list() == [fleet.ASSUMED_BASIS]
+    assert out["exposure_basis"].unique().to_list() == [answers.ASSUMED_BASIS]
     assert out["exposure_h"][0] == pytest.approx((2 * 3600 + 37 * 60 + 56) / 3600)
 
 
@@ -335,7 +362,7 @@ def test_assumed_exposure_is_each_hosts_own_log_span(tmp_path: Path) -> None:
         read_file(store, C03, kind="kernel", tz="UTC", host="gpu001")
         read_file(store, other, kind="kernel")
         events, assets = store.table("events"), store.table("assets")
-    out = fleet.mtbf_by(events, assets, by=["host"])
+    out = answers.mtbf_by(events, assets, by=["host"])
     gpu001 = out.filter(host="gpu001").row(0, named=True)
     assert gpu001["exposure_h"] == pytest.approx((2 * 3600 + 37 * 60 + 56) / 3600)
     assert gpu001["n_failures"] == 2
@@ -363,7 +390,7 @@ def test_events_without_wall_time_say_so_not_no_assets(tmp_path: Path) -> None:
     assert events.height == 3
     assert events["ts"].null_count() == 3
     with pytest.raises(InsufficientDataError) as err:
-        fleet.mtbf_by(events, assets)
+        answers.mtbf_by(events, assets)
     msg = str(err.value)
     assert msg.startswith("3 event(s) were ingested (on 2 host(s), e.g. ['n1', 'n2'])")
     assert "none has a wall time" in msg
@@ -383,4 +410,4 @@ def test_events_without_wall_time_say_so_not_no_assets(tmp_path: Path) -> None:
         orient="row",
     )
     with pytest.raises(InsufficientDataError, match="none has a wall time"):
-        fleet.mtbf_by(events, declared, window_end=datetime(2025, 2, 1, tzinfo=UTC))
+        answers.mtbf_by(events, declared, window_end=datetime(2025, 2, 1, tzinfo=UTC))

@@ -1,0 +1,869 @@
+"""The main job's questions, answered from the store's tables (composition).
+
+Thin compositions of :mod:`relkit.observation` (what was at risk, and when),
+:mod:`relkit.metrics`, :mod:`relkit.survival` and :mod:`relkit.checkpoint`,
+shared by the command line, the report and the notebooks so that all three give
+the same numbers for the same store.
+"""
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
+
+import polars as pl
+
+from relkit import checkpoint, metrics, survival
+from relkit.errors import InsufficientDataError, SchemaError
+from relkit.observation import (
+    ASSUMED_BASIS,
+    MIN_EXPOSURE_H,
+    Observation,
+    observe,
+    split_by,
+    system_incidents,
+)
+
+if TYPE_CHECKING:
+    from relkit.store import Store
+
+__all__ = [
+    "ASSUMED_BASIS",
+    "checkpoint_plan_by_system",
+    "event_table",
+    "excluded_failures",
+    "first_failure_survival",
+    "incident_table",
+    "log_end",
+    "mtbf_by",
+    "mtbf_of",
+    "observe_store",
+    "store_tables",
+    "survival_by",
+    "time_between_failures",
+]
+
+
+def _unique(by: Sequence[str]) -> list[str]:
+    """Return the grouping columns in order, each once."""
+    return list(dict.fromkeys(by))
+
+
+#: The store tables every answer reads, as keyword arguments of the functions here.
+STORE_TABLES = ("events", "assets", "sources", "log_spans", "failure_modes")
+
+
+def store_tables(store: "Store") -> dict[str, pl.DataFrame]:
+    """Read the tables every answer needs, keyed as the functions here take them.
+
+    Parameters
+    ----------
+    store : relkit.store.Store
+        An open store.
+
+    Returns
+    -------
+    dict of str to pl.DataFrame
+        ``events``, ``assets``, ``sources``, ``log_spans`` and
+        ``failure_modes`` (those the store's schema has), so that
+        ``mtbf_by(**store_tables(store))`` gives the command line's answer.
+
+    Examples
+    --------
+    >>> from relkit.store import Store
+    >>> with Store(":memory:") as store:
+    ...     tables = store_tables(store)
+    >>> tables["events"].height, "assets" in tables
+    (0, True)
+    """
+    out = {}
+    for name in STORE_TABLES:
+        try:
+            out[name] = store.table(name)
+        except SchemaError:  # a store schema without the table
+            continue
+    return out
+
+
+def observe_store(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    sources: pl.DataFrame | None = None,
+    log_spans: pl.DataFrame | None = None,
+    failure_modes: pl.DataFrame | None = None,
+    window_start: datetime | None = None,
+    window_end: datetime | None = None,
+    window_min: float | None = None,
+    gpus_per_node: int = 8,
+) -> Observation:
+    """Apply the observation model to a store's tables.
+
+    Same as :func:`relkit.observation.observe`; every answer below goes
+    through it, so the command line, the report and the notebooks agree.
+
+    Parameters
+    ----------
+    events, assets, sources, log_spans, failure_modes : pl.DataFrame
+        The store's tables (see :func:`relkit.observation.observe`).
+    window_start, window_end : datetime, optional
+        The declared observation window (UTC).
+    window_min : float, optional
+        Incident gap window, minutes (log signals: 10 when not given).
+    gpus_per_node : int, default 8
+        GPUs per host assumed when there are no assets.
+
+    Returns
+    -------
+    relkit.observation.Observation
+
+    Raises
+    ------
+    InsufficientDataError
+        As :func:`relkit.observation.observe`.
+    """
+    return observe(
+        events,
+        assets,
+        sources=sources,
+        log_spans=log_spans,
+        failure_modes=failure_modes,
+        window_start=window_start,
+        window_end=window_end,
+        window_min=window_min,
+        gpus_per_node=gpus_per_node,
+    )
+
+
+def mtbf_by(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    by: Sequence[str] = (),
+    confidence: float = 0.9,
+    window_start: datetime | None = None,
+    window_end: datetime | None = None,
+    window_min: float | None = None,
+    gpus_per_node: int = 8,
+    unit: Literal["node", "gpu"] | None = None,
+    min_exposure_h: float = MIN_EXPOSURE_H,
+    sources: pl.DataFrame | None = None,
+    log_spans: pl.DataFrame | None = None,
+    failure_modes: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Compute MTBF per group from the store's tables.
+
+    Parameters
+    ----------
+    events : pl.DataFrame
+        The store's ``events`` table. Kernel-log and nvidia-smi signals are
+        folded into incidents first and each failure incident counts once;
+        other rows (LANL records, normalised failure tables) count one failure
+        each.
+    assets : pl.DataFrame
+        The store's ``assets`` table: the units at risk and their service
+        windows (empty: hosts seen in the logs, over their logs' span).
+    by : sequence of str, default ()
+        Grouping columns: unit attributes (``system``, ``host``, ``device``
+        where devices are units, and any asset attribute such as ``rack`` or
+        ``batch``) and/or failure attributes (``failure_mode``,
+        ``root_cause``, ``sub_cause``, ``code``, ``severity``, any events
+        column).
+    confidence : float, default 0.9
+        Two-sided confidence level of the bounds, in (0, 1).
+    window_start, window_end : datetime, optional
+        Observation window (UTC), half-open. A declared end clips every window
+        and extends open-ended units to it; without it, open-ended units run
+        to the end of data (the sources' collection time).
+    window_min : float, optional
+        Incident gap window, minutes (see
+        :func:`relkit.observation.failure_records`): log signals are folded
+        with 10 min when not given; normalised records only when given.
+    gpus_per_node : int, default 8
+        GPUs per host when the assets leave ``gpus`` empty or there are none.
+    unit : {"node", "gpu"}, optional
+        The unit of time at risk: node-hours (default for node assets) or
+        GPU-hours (default for per-GPU assets). Rates are per 1000 node-days
+        or GPU-days accordingly.
+    min_exposure_h : float, default 24.0
+        Groups with less time at risk (unit-hours) get a ``warning``.
+    sources, log_spans, failure_modes : pl.DataFrame, optional
+        The store's tables of the same names (when collection ended, hosts of
+        multi-host logs, declared failure modes).
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per group: the ``by`` columns, ``n_units``, the columns of
+        :func:`relkit.metrics.mtbf` (``failures_per_1000_node_days`` renamed
+        ``failures_per_1000_gpu_days`` when ``unit="gpu"``), then ``unit``,
+        ``n_excluded`` (failures of the group's units in none of their
+        windows, see :func:`excluded_failures`), ``observed_until`` (UTC, the
+        latest exit from observation of the group's units),
+        ``exposure_basis`` and ``warning`` (null, or why the row says little).
+
+    Raises
+    ------
+    SchemaError
+        If a ``by`` column is not a known attribute, or is ``device`` where
+        devices are not units.
+    InsufficientDataError
+        If events lack wall time, or nothing says when open-ended units stop
+        being observed (see :func:`relkit.observation.observe`).
+    """
+    obs = observe_store(
+        events,
+        assets,
+        sources=sources,
+        log_spans=log_spans,
+        failure_modes=failure_modes,
+        window_start=window_start,
+        window_end=window_end,
+        window_min=window_min,
+        gpus_per_node=gpus_per_node,
+    )
+    return mtbf_of(
+        obs,
+        by=by,
+        confidence=confidence,
+        unit=unit,
+        gpus_per_node=gpus_per_node,
+        min_exposure_h=min_exposure_h,
+    )
+
+
+def mtbf_of(
+    obs: Observation,
+    *,
+    by: Sequence[str] = (),
+    confidence: float = 0.9,
+    unit: Literal["node", "gpu"] | None = None,
+    gpus_per_node: int = 8,
+    min_exposure_h: float = MIN_EXPOSURE_H,
+) -> pl.DataFrame:
+    """MTBF per group of an observation already made (:func:`observe_store`).
+
+    Parameters and result as :func:`mtbf_by`, which calls it; use it to
+    answer several groupings of one store without observing it again.
+
+    Parameters
+    ----------
+    obs : relkit.observation.Observation
+        The observation model applied to a store.
+    by, confidence, unit, gpus_per_node, min_exposure_h
+        As :func:`mtbf_by`.
+
+    Returns
+    -------
+    pl.DataFrame
+        As :func:`mtbf_by`.
+
+    Raises
+    ------
+    SchemaError
+        If a ``by`` column is not a known attribute.
+    """
+    by = _unique(by)
+    unit_by, _ = split_by(by, obs.windows, obs.failures)
+    per_device = obs.windows["device"].is_not_null().any()
+    unit = unit or ("gpu" if per_device else "node")
+    at_risk = obs.exposure(unit_by, unit=unit, gpus_per_node=gpus_per_node)
+    if not unit_by and at_risk.height == 0:
+        at_risk = pl.DataFrame({"n_units": [0], "exposure_h": [0.0]})
+    failures = obs.failures
+    for col in unit_by:
+        if col in failures.columns and col in at_risk.columns:
+            failures = failures.with_columns(pl.col(col).cast(at_risk.schema[col]))
+    result = metrics.mtbf(failures, at_risk, by=list(by), confidence=confidence)
+    counts = at_risk.select(*unit_by, "n_units")
+    result = (
+        result.join(counts, on=unit_by, how="left", nulls_equal=True)
+        if unit_by
+        else result.with_columns(
+            n_units=pl.lit(counts["n_units"].sum(), dtype=pl.Int64)
+        )
+    )
+    excluded = _excluded_counts(obs, unit_by, by)
+    if unit_by or [c for c in by if c not in unit_by]:
+        keys = [c for c in by if c in excluded.columns]
+        result = result.join(excluded, on=keys, how="left", nulls_equal=True)
+    else:
+        result = result.with_columns(n_excluded=pl.lit(excluded["n_excluded"].sum()))
+    rate = f"failures_per_1000_{unit}_days"
+    if unit != "node":
+        result = result.rename({"failures_per_1000_node_days": rate})
+    warning = (
+        pl.when(pl.col("exposure_h") < min_exposure_h)
+        .then(
+            pl.format(
+                "only {} {}-hours at risk (under {} h): the rate says little",
+                pl.col("exposure_h").round(2),
+                pl.lit(unit),
+                pl.lit(min_exposure_h),
+            )
+        )
+        .otherwise(pl.lit(None, dtype=pl.String))
+    )
+    # each group is observed until the latest exit of its units' windows
+    until = obs.windows.filter(pl.col("exposure_h") > 0)
+    if unit_by:
+        until = until.group_by(unit_by).agg(
+            observed_until=pl.col("out_of_service_ts").max()
+        )
+        result = result.join(
+            until.cast({c: result.schema[c] for c in unit_by}),
+            on=unit_by,
+            how="left",
+            nulls_equal=True,
+        )
+    else:
+        result = result.with_columns(
+            observed_until=pl.lit(
+                until["out_of_service_ts"].max(), dtype=pl.Datetime("us", "UTC")
+            )
+        )
+    return result.with_columns(
+        pl.col("n_excluded").fill_null(0).cast(pl.Int64),
+        unit=pl.lit(unit),
+        exposure_basis=pl.lit(obs.exposure_basis),
+        warning=warning,
+    ).select(*by, "n_units", pl.exclude(*by, "n_units"))
+
+
+def _excluded_counts(
+    obs: Observation, unit_by: list[str], by: list[str]
+) -> pl.DataFrame:
+    """Excluded failures per group (unit attributes from the windows)."""
+    ex = obs.excluded
+    parts = pl.col("failure_mode").str.split_exact("/", 1)
+    ex = ex.with_columns(
+        root_cause=parts.struct.field("field_0"),
+        sub_cause=pl.coalesce(
+            parts.struct.field("field_1"), parts.struct.field("field_0")
+        ),
+    )
+    attrs = [c for c in unit_by if c not in ex.columns]
+    if attrs:
+        host_attrs = obs.windows.select("host", *attrs).unique("host", keep="first")
+        ex = ex.join(host_attrs, on="host", how="left")
+    keys = [c for c in by if c in ex.columns]
+    if not keys:
+        return pl.DataFrame({"n_excluded": [ex.height]})
+    return ex.group_by(keys).agg(n_excluded=pl.len())
+
+
+def excluded_failures(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    sources: pl.DataFrame | None = None,
+    log_spans: pl.DataFrame | None = None,
+    failure_modes: pl.DataFrame | None = None,
+    window_start: datetime | None = None,
+    window_end: datetime | None = None,
+) -> pl.DataFrame:
+    """List the failures that fall in no service window of their unit.
+
+    Parameters
+    ----------
+    events, assets : pl.DataFrame
+        The store's ``events`` and ``assets`` tables.
+    sources, log_spans, failure_modes : pl.DataFrame, optional
+        The store's tables of the same names.
+    window_start, window_end : datetime, optional
+        The declared window (UTC).
+
+    Returns
+    -------
+    pl.DataFrame
+        ``source_id, line_no, ts, host, device, failure_mode, reason``, sorted
+        by time: failures before service, before tracking, between two
+        windows, after removal, or on a host missing from the assets.
+    """
+    obs = observe_store(
+        events,
+        assets,
+        sources=sources,
+        log_spans=log_spans,
+        failure_modes=failure_modes,
+        window_start=window_start,
+        window_end=window_end,
+    )
+    return obs.excluded.select(
+        "source_id", "line_no", "ts", "host", "device", "failure_mode", "reason"
+    ).sort("ts", "source_id", "line_no", nulls_last=True)
+
+
+def time_between_failures(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    by: Sequence[str] = (),
+    unit: Literal["node", "system"] = "system",
+    window_end: datetime | None = None,
+    sources: pl.DataFrame | None = None,
+    log_spans: pl.DataFrame | None = None,
+    failure_modes: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Build the time-between-failures table of each group, ready to fit.
+
+    Parameters
+    ----------
+    events, assets : pl.DataFrame
+        The store's ``events`` and ``assets`` tables.
+    by : sequence of str, default ()
+        Grouping columns, as in :func:`mtbf_by`.
+    unit : {"node", "system"}, default "system"
+        Gaps between failures of the same node, or of the whole group. For
+        ``"system"``, simultaneous failures of many nodes are one system
+        incident (:func:`relkit.observation.system_incidents`).
+    window_end : datetime, optional
+        End of observation (UTC); defaults to the end of data.
+    sources, log_spans, failure_modes : pl.DataFrame, optional
+        The store's tables of the same names.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns ``*by, unit_id, entry_h, stop_h, observed`` as
+        :func:`relkit.survival.build_tbf_table`.
+
+    Raises
+    ------
+    SchemaError
+        If a ``by`` column is not a known attribute.
+    InsufficientDataError
+        As :func:`relkit.observation.observe`.
+    """
+    return _tbf_tables(
+        events,
+        assets,
+        by=by,
+        unit=unit,
+        window_end=window_end,
+        sources=sources,
+        log_spans=log_spans,
+        failure_modes=failure_modes,
+    )[0]
+
+
+def _tbf_tables(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    by: Sequence[str],
+    unit: Literal["node", "system"],
+    window_end: datetime | None,
+    **tables: pl.DataFrame | None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Return the time-between-failures table and its exclusions."""
+    by = _unique(by)
+    obs = observe_store(events, assets, window_end=window_end, **tables)
+    split_by(by, obs.windows, obs.failures)
+    failures = obs.failures
+    if unit == "system":
+        event_by = [c for c in by if c != "system"]
+        failures = system_incidents(failures, by=["system", *event_by])
+    end = obs.observed_until if window_end is None else window_end
+    if end is None:
+        end = obs.windows["out_of_service_ts"].max()
+    windows = obs.windows.filter(pl.col("exposure_h") > 0)
+    args = {"unit": unit, "by": by, "window_end": end}
+    table = survival.build_tbf_table(failures, windows, **args)
+    excluded = survival.build_tbf_exclusions(failures, windows, **args)
+    if obs.excluded.height:
+        extra = (
+            obs.excluded.group_by("host")
+            .agg(n=pl.len().cast(excluded.schema.get("n", pl.UInt32)))
+            .with_columns(reason=pl.lit("failure in no service window of its unit"))
+        )
+        extra = extra.select(
+            *[pl.lit(None).alias(c) for c in by],
+            unit_id=pl.col("host"),
+            reason="reason",
+            n="n",
+        )
+        excluded = pl.concat([excluded, extra], how="diagonal_relaxed")
+    return table, excluded
+
+
+def survival_by(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    by: Sequence[str] = (),
+    unit: Literal["node", "system"] = "system",
+    window_end: datetime | None = None,
+    sources: pl.DataFrame | None = None,
+    log_spans: pl.DataFrame | None = None,
+    failure_modes: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Fit lifetime models to the time between failures of each group.
+
+    Parameters
+    ----------
+    events, assets : pl.DataFrame
+        The store's ``events`` and ``assets`` tables.
+    by : sequence of str, default ()
+        Grouping columns, as in :func:`mtbf_by`.
+    unit : {"node", "system"}, default "system"
+        Gaps between failures of the same node, or of the whole group
+        (simultaneous failures of many nodes are one system incident).
+    window_end : datetime, optional
+        End of observation (UTC); defaults to the end of data.
+    sources, log_spans, failure_modes : pl.DataFrame, optional
+        The store's tables of the same names.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per group, columns as :func:`relkit.survival.fit_lifetimes`, plus
+        ``n_excluded``: gaps left out because their origin is unknown, or
+        failures outside every window of their unit;
+        :func:`relkit.survival.build_tbf_exclusions` and
+        :func:`excluded_failures` list them.
+
+    Raises
+    ------
+    SchemaError
+        If a ``by`` column is not a known attribute.
+    InsufficientDataError
+        As :func:`relkit.observation.observe`.
+    """
+    by = _unique(by)
+    table, excluded = _tbf_tables(
+        events,
+        assets,
+        by=by,
+        unit=unit,
+        window_end=window_end,
+        sources=sources,
+        log_spans=log_spans,
+        failure_modes=failure_modes,
+    )
+    fits = survival.fit_lifetimes(table, by=by)
+    if by:
+        counts = (
+            excluded.filter(pl.all_horizontal(pl.col(by).is_not_null()))
+            .group_by(by)
+            .agg(n_excluded=pl.col("n").sum())
+        )
+        counts = counts.cast({c: fits.schema[c] for c in by})
+        fits = fits.join(counts, on=by, how="left")
+    else:
+        fits = fits.with_columns(n_excluded=pl.lit(int(excluded["n"].sum())))
+    return fits.with_columns(pl.col("n_excluded").fill_null(0).cast(pl.Int64))
+
+
+def first_failure_survival(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    systems: Sequence[str] | None = None,
+    confidence: float = 0.95,
+    window_end: datetime | None = None,
+    sources: pl.DataFrame | None = None,
+    log_spans: pl.DataFrame | None = None,
+    failure_modes: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Kaplan-Meier curve of each node's time to its first failure, per system.
+
+    Parameters
+    ----------
+    events, assets : pl.DataFrame
+        The store's ``events`` and ``assets`` tables.
+    systems : sequence of str, optional
+        Systems to include; all by default.
+    confidence : float, default 0.95
+        Level of the pointwise confidence band.
+    window_end : datetime, optional
+        End of observation (UTC); defaults to the end of data.
+    sources, log_spans, failure_modes : pl.DataFrame, optional
+        The store's tables of the same names.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns as :func:`relkit.survival.kaplan_meier` with ``system`` first.
+
+    Raises
+    ------
+    InsufficientDataError
+        As :func:`relkit.observation.observe`.
+
+    Notes
+    -----
+    Time runs from a node's entry into service. Nodes already in service when
+    tracking began enter late (left truncation); nodes never failing are
+    right-censored at decommission or the end of data.
+    """
+    obs = observe_store(
+        events,
+        assets,
+        window_end=window_end,
+        sources=sources,
+        log_spans=log_spans,
+        failure_modes=failure_modes,
+    )
+    failures, windows = obs.failures, obs.windows.filter(pl.col("exposure_h") > 0)
+    if systems is not None:
+        failures = failures.filter(pl.col("system").is_in(list(systems)))
+        windows = windows.filter(pl.col("system").is_in(list(systems)))
+    end = window_end or obs.observed_until or windows["out_of_service_ts"].max()
+    table = survival.build_first_failure_table(
+        failures, windows, by=["system"], window_end=end
+    )
+    return survival.kaplan_meier(table, by=["system"], confidence=confidence)
+
+
+def checkpoint_plan_by_system(
+    events: pl.DataFrame,
+    assets: pl.DataFrame,
+    *,
+    cost_h: float,
+    restart_h: float,
+    min_failures: int = 100,
+    window_end: datetime | None = None,
+    resolution_s: float = 60.0,
+    sources: pl.DataFrame | None = None,
+    log_spans: pl.DataFrame | None = None,
+    failure_modes: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Plan checkpoints for a job that spans each whole system.
+
+    Parameters
+    ----------
+    events, assets : pl.DataFrame
+        The store's ``events`` and ``assets`` tables.
+    cost_h : float
+        Assumed time to write one checkpoint, hours (> 0).
+    restart_h : float
+        Assumed time to restart after a failure, hours (>= 0).
+    min_failures : int, default 100
+        Systems with fewer node failures are left out.
+    window_end : datetime, optional
+        End of observation (UTC); defaults to the end of data.
+    resolution_s : float, default 60.0
+        Node failures of one system within this many seconds are one
+        interruption of the job (:func:`relkit.observation.system_incidents`).
+    sources, log_spans, failure_modes : pl.DataFrame, optional
+        The store's tables of the same names.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per system, sorted by job MTBF: ``system``, ``n_nodes``,
+        ``n_failures`` (node failures), ``n_interruptions`` (system incidents),
+        ``node_mtbf_h``, ``mtbf_h`` (the job's MTBF), then the interval
+        columns of :func:`relkit.checkpoint.plan_checkpoints`.
+
+    Raises
+    ------
+    InvalidParameterError
+        If the costs are out of range.
+
+    Notes
+    -----
+    A job holding all :math:`N` nodes of a system is interrupted by any node's
+    failure, and once by a failure of many nodes at one instant. Its MTBF is
+    the system's node-hours over :math:`N` (the system's calendar time when
+    every node shares it) divided by the number of system incidents
+    :math:`r_s`: :math:`M_{job} = (T_{node}/N) / r_s`, which is what Young's
+    and Daly's formulas need as :math:`M` (Daly 2006,
+    doi:10.1016/j.future.2004.11.016). Counting each node record instead
+    would charge one outage of the whole system as many interruptions.
+    """
+    obs = observe_store(
+        events,
+        assets,
+        window_end=window_end,
+        sources=sources,
+        log_spans=log_spans,
+        failure_modes=failure_modes,
+    )
+    nodes = obs.exposure(["system"], unit="node")
+    node_counts = obs.failures.group_by("system").agg(n_failures=pl.len())
+    incidents = (
+        system_incidents(obs.failures, by=["system"], resolution_s=resolution_s)
+        .group_by("system")
+        .agg(n_interruptions=pl.len())
+    )
+    job = (
+        nodes.join(node_counts, on="system", how="inner")
+        .join(incidents, on="system", how="inner")
+        .filter(pl.col("n_failures") >= min_failures)
+        .select(
+            "system",
+            n_nodes="n_units",
+            n_failures=pl.col("n_failures").cast(pl.Int64),
+            n_interruptions=pl.col("n_interruptions").cast(pl.Int64),
+            node_mtbf_h=pl.col("exposure_h") / pl.col("n_failures"),
+            mtbf_h=pl.col("exposure_h") / pl.col("n_units") / pl.col("n_interruptions"),
+        )
+        .sort("mtbf_h", "system")
+    )
+    plan = checkpoint.plan_checkpoints(
+        job.select("system", "n_nodes", "node_mtbf_h", "mtbf_h"),
+        cost_h=cost_h,
+        restart_h=restart_h,
+    )
+    counts = job.select("system", "n_failures", "n_interruptions")
+    first = ["system", "n_nodes", "n_failures", "n_interruptions"]
+    return plan.join(counts, on="system", how="left").select(*first, pl.exclude(first))
+
+
+def event_table(
+    events: pl.DataFrame, *, failure_mode: str | None = None
+) -> pl.DataFrame:
+    """List failure-log events with their taxonomy category.
+
+    Parameters
+    ----------
+    events : pl.DataFrame
+        The store's ``events`` table.
+    failure_mode : str, optional
+        Keep only this mode (e.g. ``"gpu/hbm_uncorrectable"``).
+
+    Returns
+    -------
+    pl.DataFrame
+        ``ts, host, device, code, failure_mode, category, severity, count,
+        source_id, line_no``, sorted by time (rows without wall time last);
+        ``category`` from :data:`relkit.taxonomy.FAILURE_MODES`, or the part of
+        ``failure_mode`` before the ``/`` for modes outside the taxonomy.
+    """
+    from relkit.taxonomy import FAILURE_MODES
+
+    if failure_mode is not None:
+        events = events.filter(pl.col("failure_mode") == failure_mode)
+    categories = FAILURE_MODES.select("failure_mode", _category="category")
+    return (
+        events.join(categories, on="failure_mode", how="left")
+        .with_columns(
+            category=pl.coalesce(
+                "_category", pl.col("failure_mode").str.split("/").list.first()
+            )
+        )
+        .select(
+            "ts",
+            "host",
+            "device",
+            "code",
+            "failure_mode",
+            "category",
+            "severity",
+            "count",
+            "source_id",
+            "line_no",
+        )
+        .sort("ts", "source_id", "line_no", nulls_last=True)
+    )
+
+
+def log_end(sources: pl.DataFrame) -> datetime | None:
+    """Time of the last line of the store's logs, if the readers recorded one.
+
+    Parameters
+    ----------
+    sources : pl.DataFrame
+        The store's ``sources`` table (``options`` JSON text per source; the
+        kernel reader records ``log_end_ts``, the UTC time of a file's last
+        non-blank line with a resolvable time).
+
+    Returns
+    -------
+    datetime or None
+        The latest ``log_end_ts`` over all sources (UTC), or None if none has
+        one.
+
+    Examples
+    --------
+    >>> src = pl.DataFrame(
+    ...     {
+    ...         "options": [
+    ...             '{"log_end_ts": "2025-05-02T12:00:00+00:00"}',
+    ...             '{"tz": "UTC"}',
+    ...         ]
+    ...     }
+    ... )
+    >>> log_end(src)
+    datetime.datetime(2025, 5, 2, 12, 0, tzinfo=datetime.timezone.utc)
+    """
+    if sources.is_empty() or "options" not in sources.columns:
+        return None
+    ends = [
+        datetime.fromisoformat(v).astimezone(UTC)
+        for text in sources.get_column("options").drop_nulls().to_list()
+        if (v := json.loads(text).get("log_end_ts"))
+    ]
+    return max(ends) if ends else None
+
+
+def incident_table(
+    events: pl.DataFrame,
+    *,
+    window_min: float = 10.0,
+    flap_debounce_min: float = 5.0,
+    end_of_log: datetime | None = None,
+    failure_modes: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Fold the failure-log events of a store into incidents.
+
+    Parameters
+    ----------
+    events : pl.DataFrame
+        The store's ``events`` table: kernel-log signals and normalised records
+        alike (same host, device and mode within the window are one incident).
+    window_min : float, default 10.0
+        Largest gap between events of one incident, minutes.
+    flap_debounce_min : float, default 5.0
+        Link down/up transitions of one port within this many minutes are one
+        incident.
+    end_of_log : datetime, optional
+        End of observation (aware): an incident still open then is
+        right-censored there (e.g. :func:`log_end` of the store's sources). It
+        is moved to the last event if earlier. Defaults to the last event.
+    failure_modes : pl.DataFrame, optional
+        The store's ``failure_modes`` table: category and counts-as-failure of
+        modes outside the taxonomy.
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns as :func:`relkit.incidents.build_incidents`, starting with
+        ``host, device, failure_mode, category, start_ts, end_ts, n_events,
+        is_open, lower_bound_count``.
+
+    Raises
+    ------
+    InsufficientDataError
+        If there are events but none has a wall time (nothing can be placed).
+    """
+    from relkit.incidents import build_incidents
+    from relkit.observation import no_wall_time_message
+
+    raw = events
+    if raw.height and raw["ts"].null_count() == raw.height:
+        raise InsufficientDataError(no_wall_time_message(raw))
+    last = raw.get_column("ts").max() if raw.height else None
+    if end_of_log is not None and last is not None:
+        end_of_log = max(end_of_log, last)  # type: ignore[type-var]
+    incidents = build_incidents(
+        raw,
+        window_min=window_min,
+        flap_debounce_min=flap_debounce_min,
+        end_of_log=end_of_log,
+        failure_modes=failure_modes,
+    )
+    first = [
+        "host",
+        "device",
+        "failure_mode",
+        "category",
+        "start_ts",
+        "end_ts",
+        "n_events",
+        "is_open",
+        "lower_bound_count",
+    ]
+    return incidents.select(*first, pl.exclude(first))

@@ -1,0 +1,466 @@
+"""The observation model of issue 9: when a unit is at risk, what a unit is.
+
+Every expected value is computed by hand in the test's docstring from the rule
+of DESIGN.md §1a: a unit is at risk over each of its service windows, from
+``max(in_service_ts, observed_from_ts, window_start)`` to
+``min(out_of_service_ts, window_end, end of data)``. Chi-square bounds follow
+Epstein & Sobel 1953 (doi:10.1080/01621459.1953.10483491), time-terminated:
+lower = 2T / χ²(1 − α/2; 2r + 2), upper = 2T / χ²(α/2; 2r).
+"""
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+from scipy.stats import chi2
+
+from relkit import answers
+from relkit.cli import main
+from relkit.errors import InsufficientDataError, SchemaError
+from relkit.ingest import read_file
+from relkit.observation import observe, system_incidents
+from relkit.store import Store
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _store(tmp_path: Path, files: dict[str, str]) -> Path:
+    """Ingest ``{kind: csv text}`` into a new store file; return its path."""
+    db = tmp_path / "s.duckdb"
+    with Store(db) as store:
+        for kind, text in files.items():
+            path = tmp_path / f"{kind}.csv"
+            path.write_text(text, encoding="utf-8")
+            read_file(store, path, kind=kind, tz="UTC")
+    return db
+
+
+def _tables(db: Path) -> dict[str, pl.DataFrame]:
+    with Store(db, read_only=True) as store:
+        return answers.store_tables(store)
+
+
+MARCH_ASSETS = "host,in_service_ts,out_of_service_ts\n" + "".join(
+    f"g{i:02d},2025-03-01T00:00Z,2025-03-31T00:00Z\n" for i in range(16)
+)
+MARCH_EVENTS = (
+    "ts,host,failure_mode\n"
+    "2025-03-04T00:00Z,g01,gpu/hbm_uncorrectable\n"
+    "2025-03-12T00:00Z,g02,gpu/hbm_uncorrectable\n"
+    "2025-03-27T00:00Z,g03,gpu/hbm_uncorrectable\n"
+)
+
+
+def test_ref_explicit_out_of_service_is_honoured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 9 §1: 16 assets in service 03-01 → 03-31 (720 h each), 3 failures.
+
+    T = 16 × 720 = 11,520 h, MTBF = 11,520 / 3 = 3,840 h; 90 % bounds
+    2T/χ²(0.95; 8) = 23,040 / 15.5073 = 1,485.75 h and 2T/χ²(0.05; 6) =
+    23,040 / 1.63538 = 14,088.44 h. The old code ended observation at the last
+    failure (03-27): 10,017 h and MTBF 3,339 h.
+    """
+    db = _store(tmp_path, {"assets": MARCH_ASSETS, "events": MARCH_EVENTS})
+    code, out, err = _run(capsys, "mtbf", "--db", str(db), "--format", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["n_units"] == 16
+    assert row["exposure_h"] == pytest.approx(11_520)
+    assert row["mtbf_h"] == pytest.approx(3_840)
+    assert row["mtbf_lower_h"] == pytest.approx(1_485.75, abs=0.01)
+    assert row["mtbf_upper_h"] == pytest.approx(14_088.44, abs=0.01)
+    assert row["exposure_basis"] == "assets: every unit's declared service window"
+    assert row["observed_until"].startswith("2025-03-31T00:00:00")
+
+
+JAN_ASSETS = (
+    "host,in_service_ts,out_of_service_ts\n"
+    "g1,2020-01-01T00:00Z,2020-01-31T00:00Z\n"
+    "g2,2020-01-01T00:00Z,\n"
+    "g3,2020-01-25T00:00Z,\n"
+)
+JAN_EVENTS = "ts,host,failure_mode\n2020-01-10T00:00Z,g1,gpu/hbm_uncorrectable\n"
+
+
+def test_ref_declared_window_end_is_applied_and_extends_open_units(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 9 §1: g1 [Jan 1, Jan 31] = 720 h, g2 from Jan 1 open and g3 from
+    Jan 25 open, extended to the declared end Jan 31: 720 h and 144 h. Total
+    720 + 720 + 144 = 1,584 h (the old code gave 432 h)."""
+    db = _store(tmp_path, {"assets": JAN_ASSETS, "events": JAN_EVENTS})
+    code, out, err = _run(
+        capsys,
+        "mtbf",
+        "--db",
+        str(db),
+        "--window-end",
+        "2020-01-31T00:00Z",
+        "--format",
+        "json",
+    )
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert (row["n_units"], row["n_failures"]) == (3, 1)
+    assert row["exposure_h"] == pytest.approx(1_584)
+    assert row["exposure_basis"] == "assets: open-ended units to --window-end"
+    # a declared start is applied as well: from Jan 20, g1 10 d, g2 10 d, g3 6 d
+    code, out, err = _run(
+        capsys,
+        "mtbf",
+        "--db",
+        str(db),
+        "--window-start",
+        "2020-01-20T00:00Z",
+        "--window-end",
+        "2020-01-31T00:00Z",
+        "--format",
+        "json",
+    )
+    (row,) = json.loads(out)
+    assert row["exposure_h"] == pytest.approx((11 + 11 + 6) * 24)
+    assert row["n_failures"] == 0
+
+
+def test_open_units_run_to_the_collection_time_not_the_last_failure(
+    tmp_path: Path,
+) -> None:
+    """Without a declared end, open-ended units run to the end of data: here the
+    inventory's own latest date (g1 leaves Jan 31), not the failure on Jan 10.
+    g1 720 h, g2 Jan 1 → Jan 31 720 h, g3 Jan 25 → Jan 31 144 h = 1,584 h."""
+    db = _store(tmp_path, {"assets": JAN_ASSETS, "events": JAN_EVENTS})
+    row = answers.mtbf_by(**_tables(db)).row(0, named=True)
+    assert row["exposure_h"] == pytest.approx(1_584)
+    assert row["observed_until"] == datetime(2020, 1, 31, tzinfo=UTC)
+    assert "open-ended units to the last record" in row["exposure_basis"]
+
+
+def test_ref_store_with_assets_and_no_failures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 9 §1: assets and no failures is a valid question. T = 11,520 h,
+    r = 0: no point estimate, one-sided 90 % lower bound 2T / χ²(0.9; 2) =
+    23,040 / 4.60517 = 5,003.07 h."""
+    db = _store(tmp_path, {"assets": MARCH_ASSETS})
+    code, out, err = _run(
+        capsys, "mtbf", "--db", str(db), "--by", "system", "--format", "json"
+    )
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert (row["system"], row["n_failures"], row["mtbf_h"]) == ("unassigned", 0, None)
+    expected = 2 * 11_520 / chi2.ppf(0.9, 2)
+    assert row["mtbf_lower_one_sided_h"] == pytest.approx(expected)
+    assert row["mtbf_lower_one_sided_h"] == pytest.approx(5_003.07, abs=0.01)
+
+
+def test_units_with_several_windows_count_once(tmp_path: Path) -> None:
+    """A node in service Jan 1–11 and again Jan 21–31 is one unit with 480 h;
+    a failure on Jan 15 (in its gap) is excluded and named, one on Jan 5
+    counts. Node b (Jan 1–31, 720 h) has none: T = 1,200 h, 2 units."""
+    assets = (
+        "host,in_service_ts,out_of_service_ts\n"
+        "a,2021-01-01T00:00Z,2021-01-11T00:00Z\n"
+        "a,2021-01-21T00:00Z,2021-01-31T00:00Z\n"
+        "b,2021-01-01T00:00Z,2021-01-31T00:00Z\n"
+    )
+    events = (
+        "ts,host,failure_mode\n"
+        "2021-01-05T00:00Z,a,gpu/hbm_uncorrectable\n"
+        "2021-01-15T00:00Z,a,gpu/hbm_uncorrectable\n"
+        "2021-02-15T00:00Z,b,gpu/hbm_uncorrectable\n"
+    )
+    db = _store(tmp_path, {"assets": assets, "events": events})
+    tables = _tables(db)
+    row = answers.mtbf_by(**tables).row(0, named=True)
+    assert (row["n_units"], row["n_failures"], row["n_excluded"]) == (2, 1, 2)
+    assert row["exposure_h"] == pytest.approx(480 + 720)
+    excluded = answers.excluded_failures(**tables)
+    assert excluded["host"].to_list() == ["a", "b"]
+    assert excluded["reason"].to_list() == [
+        "between two service windows of the unit",
+        "after the unit left service (2021-01-31T00:00Z)",
+    ]
+
+
+def test_unknown_install_date_enters_at_tracking_start_left_truncated() -> None:
+    """A unit with no in_service_ts enters at observed_from_ts (Jan 11), or,
+    with neither, at its first record (a failure on Jan 21), left-truncated
+    with its age unknown. Window end Jan 31: a 480 h, b 240 h, c 720 h."""
+
+    def d(day: int) -> datetime:
+        return datetime(2022, 1, day, tzinfo=UTC)
+
+    assets = pl.DataFrame(
+        {
+            "source_id": [1, 1, 1],
+            "line_no": [2, 3, 4],
+            "host": ["a", "b", "c"],
+            "in_service_ts": [None, None, d(1)],
+            "observed_from_ts": [d(11), None, None],
+        },
+        schema_overrides={
+            "source_id": pl.Int32,
+            "in_service_ts": pl.Datetime("us", "UTC"),
+            "observed_from_ts": pl.Datetime("us", "UTC"),
+        },
+    )
+    events = pl.DataFrame(
+        {
+            "source_id": [2],
+            "line_no": [2],
+            "ts": [d(21)],
+            "host": ["b"],
+            "failure_mode": ["gpu/hbm_uncorrectable"],
+        },
+        schema_overrides={"source_id": pl.Int32},
+    )
+    from relkit.schema import POLARS_SCHEMAS
+
+    assets = pl.concat(
+        [pl.DataFrame(schema=POLARS_SCHEMAS["assets"]), assets], how="diagonal_relaxed"
+    )
+    events = pl.concat(
+        [pl.DataFrame(schema=POLARS_SCHEMAS["events"]), events], how="diagonal_relaxed"
+    )
+    obs = observe(events, assets, window_end=d(31))
+    w = obs.windows.sort("host")
+    assert w["exposure_h"].to_list() == [480.0, 240.0, 720.0]
+    assert w["left_truncated"].to_list() == [True, True, False]
+    assert w["in_service_unknown"].to_list() == [True, True, False]
+    assert obs.failures.height == 1
+
+
+def _rack_store(tmp_path: Path) -> Path:
+    assets = (
+        "host,in_service_ts,rack,gpus\n"
+        "a,2023-01-01T00:00Z,r1,8\n"
+        "b,2023-01-01T00:00Z,r1,8\n"
+        "c,2023-01-01T00:00Z,r2,4\n"
+    )
+    events = (
+        "ts,host,failure_mode,device\n"
+        "2023-01-02T00:00Z,a,gpu/hbm_uncorrectable,0000:3b:00\n"
+        "2023-01-03T00:00Z,c,gpu/hbm_uncorrectable,0000:3b:00\n"
+        "2023-01-04T00:00Z,c,gpu_memory_uce,0000:5d:00\n"
+    )
+    return _store(tmp_path, {"assets": assets, "events": events})
+
+
+def test_by_any_asset_attribute_with_its_own_exposure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--by rack (an extra assets column): r1 has 2 nodes, r2 one. Window Jan 1
+    → Jan 11 (240 h): r1 480 node-h and 1 failure, r2 240 node-h and 2."""
+    db = _rack_store(tmp_path)
+    code, out, err = _run(
+        capsys,
+        "mtbf",
+        "--db",
+        str(db),
+        "--by",
+        "rack",
+        "--window-end",
+        "2023-01-11T00:00Z",
+        "--format",
+        "json",
+    )
+    assert code == 0, err
+    rows = {r["rack"]: r for r in json.loads(out)}
+    assert rows["r1"]["n_units"] == 2
+    assert rows["r1"]["exposure_h"] == pytest.approx(480)
+    assert rows["r1"]["n_failures"] == 1
+    assert rows["r2"]["exposure_h"] == pytest.approx(240)
+    assert rows["r2"]["n_failures"] == 2
+
+
+def test_unit_gpu_labels_rates_per_gpu_day(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--unit gpu: GPU-hours = 240 h × (8 + 8 + 4) = 4,800; 3 failures give
+    1000 × 24 × 3 / 4,800 = 15 failures per 1000 GPU-days."""
+    db = _rack_store(tmp_path)
+    code, out, err = _run(
+        capsys,
+        "mtbf",
+        "--db",
+        str(db),
+        "--unit",
+        "gpu",
+        "--window-end",
+        "2023-01-11T00:00Z",
+        "--format",
+        "json",
+    )
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["unit"] == "gpu"
+    assert row["exposure_h"] == pytest.approx(4_800)
+    assert row["failures_per_1000_gpu_days"] == pytest.approx(15)
+    assert "failures_per_1000_node_days" not in row
+
+
+def test_by_device_on_node_assets_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = _rack_store(tmp_path)
+    code, _, err = _run(capsys, "mtbf", "--db", str(db), "--by", "device")
+    assert code != 0
+    assert "cannot group by device: the assets list nodes" in err
+    assert "Traceback" not in err
+
+
+def test_per_gpu_assets_make_devices_units() -> None:
+    """Two GPUs of node n (Jan 1–11 and Jan 6–16): 240 + 240 GPU-hours; as
+    node-hours the node is at risk Jan 1–16 once (360 h), overlaps merged."""
+
+    def d(day: int) -> datetime:
+        return datetime(2024, 1, day, tzinfo=UTC)
+
+    from relkit.schema import POLARS_SCHEMAS
+
+    assets = pl.concat(
+        [
+            pl.DataFrame(schema=POLARS_SCHEMAS["assets"]),
+            pl.DataFrame(
+                {
+                    "source_id": [1, 1],
+                    "host": ["n", "n"],
+                    "device": ["0000:3b:00", "0000:5d:00"],
+                    "gpus": [1, 1],
+                    "in_service_ts": [d(1), d(6)],
+                    "out_of_service_ts": [d(11), d(16)],
+                },
+                schema_overrides={"source_id": pl.Int32, "gpus": pl.Int32},
+            ),
+        ],
+        how="diagonal_relaxed",
+    )
+    events = pl.DataFrame(schema=POLARS_SCHEMAS["events"])
+    gpu = answers.mtbf_by(events, assets, by=["device"])
+    assert gpu["exposure_h"].to_list() == [240.0, 240.0]
+    assert gpu["unit"].unique().to_list() == ["gpu"]
+    node = answers.mtbf_by(events, assets, unit="node").row(0, named=True)
+    assert (node["n_units"], node["exposure_h"]) == (1, 360.0)
+
+
+def test_any_failure_mode_name_is_a_failure(tmp_path: Path) -> None:
+    """Issue 9 §4: `gpu_memory_uce` is not a taxonomy mode; it loads, with
+    category unknown, and counts as a failure (2 of the 3 failures here are
+    on node c, rack r2)."""
+    db = _rack_store(tmp_path)
+    out = answers.mtbf_by(
+        **_tables(db),
+        by=["failure_mode"],
+        window_end=datetime(2023, 1, 11, tzinfo=UTC),
+    )
+    counts = dict(out.select("failure_mode", "n_failures").iter_rows())
+    assert counts == {"gpu/hbm_uncorrectable": 2, "gpu_memory_uce": 1}
+
+
+def test_small_exposure_gets_a_warning(tmp_path: Path) -> None:
+    """Under 24 unit-hours at risk the row carries a warning, not a bare rate:
+    3 nodes × 6 h = 18 h."""
+    db = _rack_store(tmp_path)
+    row = answers.mtbf_by(
+        **_tables(db), window_end=datetime(2023, 1, 1, 6, tzinfo=UTC)
+    ).row(0, named=True)
+    assert row["exposure_h"] == pytest.approx(18)
+    assert row["warning"].startswith("only 18.0 node-hours at risk (under 24.0 h)")
+
+
+def test_open_units_with_no_known_end_ask_for_one(tmp_path: Path) -> None:
+    """An inventory of open-ended units and nothing else: no source says when
+    collection ended, so the answer asks for --window-end or --as-of."""
+    db = _store(tmp_path, {"assets": "host,in_service_ts\na,2023-01-01T00:00Z\n"})
+    with pytest.raises(InsufficientDataError, match="--window-end.*--as-of"):
+        answers.mtbf_by(**_tables(db))
+
+
+def test_system_incidents_fold_simultaneous_failures() -> None:
+    """Three nodes down at 00:00:00, 00:00:00 and 00:00:50 are one outage (60 s
+    resolution); one at 00:02:00 another: 2 incidents. With resolution 0 the
+    00:00:50 record is its own: 3."""
+
+    def t(m: int, s: int = 0) -> datetime:
+        return datetime(2024, 1, 1, 0, m, s, tzinfo=UTC)
+
+    f = pl.DataFrame({"system": ["s"] * 4, "ts": [t(0), t(0), t(0, 50), t(2)]})
+    assert system_incidents(f)["n_units"].to_list() == [3, 1]
+    assert system_incidents(f, resolution_s=0)["n_units"].to_list() == [2, 1, 1]
+
+
+def test_lanl_system_2_outages_count_once_for_the_job(
+    lanl_tables: tuple[pl.DataFrame, pl.DataFrame],
+) -> None:
+    """LANL system 2 (49 nodes): 7,104 node records, of which 1,707 share their
+    start time with the previous record (1,707 zero-length gaps of 7,105, issue
+    9 §4): 5,397 outages at one instant, 5,356 within 60 s. The job spanning
+    the system sees each outage once: calendar time / outages, not / records.
+    """
+    events, assets = lanl_tables
+    starts = sorted(events.filter(system="2")["ts"].to_list())
+    zero = sum(a == b for a, b in zip(starts, starts[1:]))
+    assert (len(starts), zero) == (7_104, 1_707)
+    plan = answers.checkpoint_plan_by_system(
+        events, assets, cost_h=5 / 60, restart_h=1 / 6
+    ).filter(system="2")
+    row = plan.row(0, named=True)
+    assert (row["n_failures"], row["n_interruptions"]) == (7_104, 5_356)
+    calendar_h = row["node_mtbf_h"] * 7_104 / 49
+    assert row["mtbf_h"] == pytest.approx(calendar_h / 5_356)
+    # each record as an interruption would give 10.5 h; outages give 13.9 h
+    assert calendar_h / 7_104 == pytest.approx(10.51, abs=0.01)
+    assert row["mtbf_h"] == pytest.approx(13.94, abs=0.01)
+
+
+def test_incidents_exit_1_when_no_event_has_wall_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Plain dmesg with no anchor: incidents says so and exits 1, as mtbf."""
+    log = tmp_path / "n1.log"
+    log.write_text(
+        "[    5.100000] NVRM: Xid (PCI:0000:1b:00): 79, pid=1, GPU has fallen\n"
+    )
+    db = tmp_path / "k.duckdb"
+    with Store(db) as store:
+        read_file(store, log, kind="kernel", host="n1")
+    for verb in ("incidents", "mtbf"):
+        code, out, err = _run(capsys, verb, "--db", str(db))
+        assert code == 1, verb
+        assert "none has a wall time" in err
+        assert out == ""
+
+
+def test_incidents_fold_normalised_events(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Normalised events fold as kernel events (issue 9 §4): n1 at 00:00,
+    00:04, 00:09 and 00:30, n2 at 00:01, window 10 min → 3 incidents."""
+    events = "ts,host,failure_mode\n" + "".join(
+        f"2024-05-01T00:{m:02d}Z,{h},gpu_memory_uce\n"
+        for h, m in (("n1", 0), ("n1", 4), ("n1", 9), ("n1", 30), ("n2", 1))
+    )
+    db = _store(tmp_path, {"events": events})
+    code, out, err = _run(
+        capsys, "incidents", "--db", str(db), "--window-min", "10", "--format", "json"
+    )
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [(r["host"], r["n_events"]) for r in rows] == [
+        ("n1", 3),
+        ("n1", 1),
+        ("n2", 1),
+    ]
+
+
+def test_unknown_group_column_names_the_choices(tmp_path: Path) -> None:
+    db = _rack_store(tmp_path)
+    with pytest.raises(SchemaError, match=r"cannot group by \['shelf'\].*'rack'"):
+        answers.mtbf_by(**_tables(db), by=["shelf"])
