@@ -23,7 +23,7 @@ from collections.abc import Callable
 import duckdb
 
 import relkit
-from relkit import datasets, answers
+from relkit import answers, datasets
 from relkit.ingest import read_file
 
 

@@ -4,11 +4,12 @@ The main job in five calls::
 
     store = relkit.Store(":memory:")
     relkit.read_file(store, relkit.datasets.path("lanl"), kind="lanl")
-    events, assets = store.table("events"), store.table("assets")
-    relkit.mtbf_by(events, assets, by=["system"])  # MTBF with exact bounds
-    relkit.survival_by(events, assets, by=["system"])  # Weibull & co., by AIC
+    tables = relkit.store_tables(store)  # events, assets, sources, ...
+    relkit.mtbf_by(**tables, by=["system"])  # MTBF with exact bounds
+    relkit.survival_by(**tables, by=["system"])  # Weibull & co., by AIC
 
-Modules: :mod:`relkit.store`, :mod:`relkit.ingest`, :mod:`relkit.exposure`,
+Modules: :mod:`relkit.store`, :mod:`relkit.ingest`, :mod:`relkit.observation`
+(when units are at risk), :mod:`relkit.exposure`,
 :mod:`relkit.metrics`, :mod:`relkit.survival`, :mod:`relkit.checkpoint`,
 :mod:`relkit.answers`, :mod:`relkit.charts` (Altair), :mod:`relkit.report`,
 :mod:`relkit.simulate` (synthetic clusters with known ground truth),
@@ -17,6 +18,17 @@ interruptions, root causes, MTTF at scale, published-table checks).
 """
 
 from relkit import datasets as datasets
+from relkit.answers import (
+    checkpoint_plan_by_system,
+    excluded_failures,
+    first_failure_survival,
+    mtbf_by,
+    mtbf_of,
+    observe_store,
+    store_tables,
+    survival_by,
+    time_between_failures,
+)
 from relkit.checkpoint import (
     CheckpointIntervals,
     ETTRModel,
@@ -39,12 +51,6 @@ from relkit.errors import (
     SchemaError,
 )
 from relkit.exposure import build_exposure, observation_end
-from relkit.answers import (
-    checkpoint_plan_by_system,
-    first_failure_survival,
-    mtbf_by,
-    survival_by,
-)
 from relkit.ingest import IngestResult, read_file, read_files
 from relkit.interruptions import (
     InterruptionSummary,
@@ -62,6 +68,7 @@ from relkit.metrics import (
     mtbf_bounds,
     mttf_at_scale_h,
 )
+from relkit.observation import Observation, observe, system_incidents
 from relkit.published import acmetrace_failure_share, check_table, failure_share
 from relkit.scale import (
     NodeFailureRate,
@@ -101,6 +108,7 @@ __all__ = [
     "InvalidParameterError",
     "MTBFBounds",
     "NodeFailureRate",
+    "Observation",
     "RelkitError",
     "RelkitWarning",
     "SchemaError",
@@ -121,6 +129,7 @@ __all__ = [
     "ettr_curve",
     "ettr_model",
     "exact_interval_h",
+    "excluded_failures",
     "expected_ettr",
     "failure_rate_bounds",
     "failure_share",
@@ -135,16 +144,22 @@ __all__ = [
     "mtbf",
     "mtbf_bounds",
     "mtbf_by",
+    "mtbf_of",
     "mttf_at_scale_h",
     "node_failure_rate",
     "observation_end",
+    "observe",
+    "observe_store",
     "read_file",
     "read_files",
     "root_cause_table",
     "scale_projection",
     "simulate_cluster",
     "simulation_preset",
+    "store_tables",
     "survival_by",
+    "system_incidents",
+    "time_between_failures",
     "write_simulation",
     "young_interval_h",
 ]

@@ -402,9 +402,19 @@ def _tbf(
         raise SchemaError(msg)
     event_by = [c for c in by if c not in unit_by]
     require_columns(events, ["ts", key], where=where)
-    ev = _event_frame(events, event_by, where).select(
-        *event_by, unit_id=pl.col(key).cast(pl.String), ts=pl.col("ts")
+    prior_col = (
+        pl.col("prior").fill_null(False) if "prior" in events.columns else pl.lit(False)
     )
+    ev_all = _event_frame(events, event_by, where).select(
+        *event_by,
+        unit_id=pl.col(key).cast(pl.String),
+        ts=pl.col("ts"),
+        prior=prior_col,
+    )
+    # failures before a unit's observation began (before tracking or before the
+    # window start) only set the origin of the unit's next gap
+    prior = ev_all.filter("prior").drop("prior")
+    ev = ev_all.filter(~pl.col("prior")).drop("prior")
     end_expr = pl.min_horizontal(
         pl.col("decom").fill_null(pl.lit(end_ts)), pl.lit(end_ts)
     )
@@ -441,27 +451,39 @@ def _tbf(
     )
 
     # One boundary per failure plus one at the end; a gap runs origin -> boundary.
-    ends = series.select("unit_id", *event_by, ts=pl.col("end"), observed=pl.lit(False))
-    fails = ev.with_columns(observed=pl.lit(True))
+    ends = series.select(
+        "unit_id", *event_by, ts=pl.col("end"), observed=pl.lit(False)
+    ).with_columns(prior=pl.lit(False))
+    fails = ev.with_columns(observed=pl.lit(True), prior=pl.lit(False))
     skeys = ["unit_id", *event_by]
+    last_prior = (
+        prior.join(units.select("unit_id", "observed_from"), on="unit_id")
+        .filter(pl.col("ts") < pl.col("observed_from"))
+        .group_by(skeys)
+        .agg(pl.col("ts").max())
+        .with_columns(observed=pl.lit(False), prior=pl.lit(True))
+    )
     gaps = (
-        pl.concat([fails, ends], how="diagonal_relaxed")
+        pl.concat([last_prior, fails, ends], how="diagonal_relaxed")
         .join(series, on=skeys, how="inner", nulls_equal=True)
         .sort(
             [*skeys, "ts", "observed"], descending=[False] * len(skeys) + [False, True]
         )
+        .with_columns(origin=pl.col("ts").shift(1).over(skeys, order_by=None))
+        .filter(~pl.col("prior"))
+        .with_columns(gap_index=pl.int_range(pl.len()).over(skeys))
+        # the origin of a unit's first gap: its last failure before observation,
+        # else its entry into service; when neither is known (a node in
+        # production before tracking), the tracking start, left-truncated there
         .with_columns(
-            origin=pl.col("ts").shift(1).over(skeys, order_by=None),
-            gap_index=pl.int_range(pl.len()).over(skeys),
+            origin_known=pl.col("origin").is_not_null()
+            | pl.col("in_service").is_not_null(),
+            origin=pl.coalesce("origin", "in_service", "observed_from"),
         )
-        .with_columns(origin=pl.coalesce("origin", "in_service"))
     )
-    unknown = gaps.filter(pl.col("origin").is_null())
-    excluded(unknown, "in_service_ts unknown: first gap excluded")
     hours = (pl.col("ts") - pl.col("origin")).dt.total_microseconds() / _US_PER_H
     gaps = (
-        gaps.filter(pl.col("origin").is_not_null())
-        .with_columns(
+        gaps.with_columns(
             entry_h=pl.max_horizontal(
                 (pl.col("observed_from") - pl.col("origin")).dt.total_microseconds()
                 / _US_PER_H,
@@ -473,7 +495,9 @@ def _tbf(
         .filter(pl.col("observed") | (pl.col("stop_h") > pl.col("entry_h")))
         .sort([*by, "unit_id", "origin", "gap_index"], nulls_last=True)
     )
-    table = gaps.select(*by, "unit_id", "entry_h", "stop_h", "observed", "gap_index")
+    table = gaps.select(
+        *by, "unit_id", "entry_h", "stop_h", "observed", "gap_index", "origin_known"
+    )
     schema = {**{c: table.schema[c] for c in by}, "unit_id": pl.String}
     exclusions = (
         pl.concat(
@@ -493,6 +517,7 @@ def build_tbf_table(
     unit: Literal["node", "system"] = "node",
     by: Sequence[str] = (),
     window_end: datetime,
+    with_origin: bool = False,
 ) -> pl.DataFrame:
     """Build the time-between-failures table of nodes or systems.
 
@@ -503,7 +528,10 @@ def build_tbf_table(
         counts as a failure): ``ts`` (UTC datetime), ``host`` (for
         ``unit="node"``) or ``system`` (for ``unit="system"``), and the event
         attributes named in ``by``. ``root_cause`` and ``sub_cause`` are derived
-        from ``failure_mode`` (``"root/sub"``) when asked for and absent.
+        from ``failure_mode`` (``"root/sub"``) when asked for and absent. An
+        optional Boolean ``prior`` marks failures before the unit's observation
+        began (before tracking or the window start): they are not gaps, but the
+        last of them is the origin of the unit's first observed gap.
     assets : pl.DataFrame
         Store ``assets`` table: ``host``, ``system``, ``in_service_ts`` (may be
         null: in service before tracking), ``out_of_service_ts`` (null: still in
@@ -521,15 +549,24 @@ def build_tbf_table(
     window_end : datetime
         End of data (UTC; naive means UTC), e.g.
         :func:`relkit.exposure.observation_end`. Open spells are censored here.
+    with_origin : bool, default False
+        Add ``origin_known`` (False for a first gap measured from the tracking
+        start because the unit's start is unknown).
 
     Returns
     -------
     pl.DataFrame
-        Columns ``*by, unit_id, entry_h, stop_h, observed``; one row per gap,
-        sorted by ``*by, unit_id`` and time. ``stop_h`` is measured from
-        the gap's origin (the previous failure; for the first gap the unit's
-        ``in_service_ts``, or for a system its earliest in-service or observation
-        start); ``entry_h = max(0, observed_from - origin)``.
+        Columns ``*by, unit_id, entry_h, stop_h, observed`` (and
+        ``origin_known`` with ``with_origin=True``); one row per gap, sorted
+        by ``*by, unit_id`` and time. ``stop_h`` is
+        measured from the gap's origin: the previous failure; for the first
+        gap the unit's last failure before its observation began (an
+        ``events`` row with ``prior`` true), else its ``in_service_ts`` (for
+        a system its earliest in-service or observation start), else, for a
+        unit in service before tracking with no known start, its tracking
+        start (``origin_known`` false: the gap is left-truncated there, and
+        its length is a forward-recurrence time, exact under a constant
+        hazard). ``entry_h = max(0, observed_from - origin)``.
 
     Raises
     ------
@@ -594,7 +631,7 @@ def build_tbf_table(
     table, _ = _tbf(
         events, assets, unit=unit, by=by, window_end=window_end, where="build_tbf_table"
     )
-    return table.drop("gap_index")
+    return table.drop("gap_index", *([] if with_origin else ["origin_known"]))
 
 
 def build_tbf_exclusions(
@@ -623,7 +660,6 @@ def build_tbf_exclusions(
     pl.DataFrame
         Columns ``*by, unit_id, reason, n`` (``n``: gaps or failures excluded);
         one row per unit and reason, sorted. Reasons:
-        ``"in_service_ts unknown: first gap excluded"``,
         ``"failure outside the unit's observation window"``,
         ``"failure of a node not in assets"`` (or ``system``),
         ``"unit observed for no time"``. Empty when nothing was excluded.
@@ -648,9 +684,11 @@ def build_tbf_exclusions(
     ...     },
     ...     schema_overrides={"in_service_ts": pl.Datetime("us", "UTC")},
     ... )
-    >>> events = pl.DataFrame({"ts": [d(3)], "host": ["n1"], "system": ["s"]})
+    >>> events = pl.DataFrame(
+    ...     {"ts": [d(1), d(3)], "host": ["n1", "n1"], "system": ["s", "s"]}
+    ... )
     >>> build_tbf_exclusions(events, assets, window_end=d(5))["reason"].to_list()
-    ['in_service_ts unknown: first gap excluded']
+    ["failure outside the unit's observation window"]
     """
     _, exclusions = _tbf(
         events,
@@ -733,7 +771,9 @@ def build_first_failure_table(
         window_end=window_end,
         where="build_first_failure_table",
     )
-    return table.filter(pl.col("gap_index") == 0).drop("gap_index")
+    # a unit whose start is unknown has no age: its first failure cannot be placed
+    first = table.filter((pl.col("gap_index") == 0) & pl.col("origin_known"))
+    return first.drop("gap_index", "origin_known")
 
 
 def split_groups(

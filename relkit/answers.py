@@ -22,6 +22,7 @@ from relkit.observation import (
     observe,
     split_by,
     system_incidents,
+    to_service_clock,
 )
 
 if TYPE_CHECKING:
@@ -400,6 +401,7 @@ def time_between_failures(
     *,
     by: Sequence[str] = (),
     unit: Literal["node", "system"] = "system",
+    window_start: datetime | None = None,
     window_end: datetime | None = None,
     sources: pl.DataFrame | None = None,
     log_spans: pl.DataFrame | None = None,
@@ -417,6 +419,9 @@ def time_between_failures(
         Gaps between failures of the same node, or of the whole group. For
         ``"system"``, simultaneous failures of many nodes are one system
         incident (:func:`relkit.observation.system_incidents`).
+    window_start : datetime, optional
+        Start of observation (UTC): a unit's last failure before it is the
+        origin of its first gap (entry = window start − that failure).
     window_end : datetime, optional
         End of observation (UTC); defaults to the end of data.
     sources, log_spans, failure_modes : pl.DataFrame, optional
@@ -440,6 +445,7 @@ def time_between_failures(
         assets,
         by=by,
         unit=unit,
+        window_start=window_start,
         window_end=window_end,
         sources=sources,
         log_spans=log_spans,
@@ -454,23 +460,39 @@ def _tbf_tables(
     by: Sequence[str],
     unit: Literal["node", "system"],
     window_end: datetime | None,
+    window_start: datetime | None = None,
     **tables: pl.DataFrame | None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Return the time-between-failures table and its exclusions."""
+    """Return the time-between-failures table and its exclusions.
+
+    Nodes: on their in-service clock (:func:`relkit.observation.to_service_clock`),
+    so a gap between service windows is not age. Systems: calendar time, with
+    simultaneous failures of many nodes one outage. Failures before a unit's
+    observation began set the origin of its first gap.
+    """
     by = _unique(by)
-    obs = observe_store(events, assets, window_end=window_end, **tables)
+    obs = observe_store(
+        events, assets, window_start=window_start, window_end=window_end, **tables
+    )
     split_by(by, obs.windows, obs.failures)
-    failures = obs.failures
+    failures, prior = obs.failures, obs.prior_failures
+    args: dict = {"unit": unit, "by": by}
     if unit == "system":
         event_by = [c for c in by if c != "system"]
-        failures = system_incidents(failures, by=["system", *event_by])
-    end = obs.observed_until if window_end is None else window_end
-    if end is None:
-        end = obs.windows["out_of_service_ts"].max()
-    windows = obs.windows.filter(pl.col("exposure_h") > 0)
-    args = {"unit": unit, "by": by, "window_end": end}
-    table = survival.build_tbf_table(failures, windows, **args)
-    excluded = survival.build_tbf_exclusions(failures, windows, **args)
+        keys = ["system", *event_by]
+        failures = system_incidents(failures, by=keys)
+        prior = system_incidents(prior, by=keys).with_columns(prior=pl.lit(True))
+        both = pl.concat([failures, prior], how="diagonal_relaxed")
+        windows = obs.windows.filter(pl.col("exposure_h") > 0)
+        end = obs.observed_until if window_end is None else window_end
+        if end is None:
+            end = windows["out_of_service_ts"].max()
+    else:
+        windows, both = to_service_clock(obs.windows, failures, prior)
+        end = windows["out_of_service_ts"].max()
+    args["window_end"] = end
+    table = survival.build_tbf_table(both, windows, with_origin=True, **args)
+    excluded = survival.build_tbf_exclusions(both, windows, **args)
     if obs.excluded.height:
         extra = (
             obs.excluded.group_by("host")
@@ -493,6 +515,7 @@ def survival_by(
     *,
     by: Sequence[str] = (),
     unit: Literal["node", "system"] = "system",
+    window_start: datetime | None = None,
     window_end: datetime | None = None,
     sources: pl.DataFrame | None = None,
     log_spans: pl.DataFrame | None = None,
@@ -509,6 +532,9 @@ def survival_by(
     unit : {"node", "system"}, default "system"
         Gaps between failures of the same node, or of the whole group
         (simultaneous failures of many nodes are one system incident).
+    window_start : datetime, optional
+        Start of observation (UTC): a unit's last failure before it is the
+        origin of its first gap.
     window_end : datetime, optional
         End of observation (UTC); defaults to the end of data.
     sources, log_spans, failure_modes : pl.DataFrame, optional
@@ -518,10 +544,11 @@ def survival_by(
     -------
     pl.DataFrame
         One row per group, columns as :func:`relkit.survival.fit_lifetimes`, plus
-        ``n_excluded``: gaps left out because their origin is unknown, or
-        failures outside every window of their unit;
-        :func:`relkit.survival.build_tbf_exclusions` and
-        :func:`excluded_failures` list them.
+        ``n_origin_unknown``: first gaps of units in service before tracking
+        with no known start, measured from the tracking start (left-truncated
+        there; a forward-recurrence time, exact only under a constant hazard),
+        and ``n_excluded``: failures outside every window of their unit
+        (:func:`excluded_failures` lists them).
 
     Raises
     ------
@@ -536,12 +563,22 @@ def survival_by(
         assets,
         by=by,
         unit=unit,
+        window_start=window_start,
         window_end=window_end,
         sources=sources,
         log_spans=log_spans,
         failure_modes=failure_modes,
     )
-    fits = survival.fit_lifetimes(table, by=by)
+    fits = survival.fit_lifetimes(table.drop("origin_known"), by=by)
+    unknown = table.filter(~pl.col("origin_known"))
+    if by:
+        n_unknown = unknown.group_by(by).agg(n_origin_unknown=pl.len())
+        fits = fits.join(
+            n_unknown.cast({c: fits.schema[c] for c in by}), on=by, how="left"
+        )
+    else:
+        fits = fits.with_columns(n_origin_unknown=pl.lit(unknown.height))
+    fits = fits.with_columns(pl.col("n_origin_unknown").fill_null(0).cast(pl.Int64))
     if by:
         counts = (
             excluded.filter(pl.all_horizontal(pl.col(by).is_not_null()))
@@ -609,9 +646,10 @@ def first_failure_survival(
     if systems is not None:
         failures = failures.filter(pl.col("system").is_in(list(systems)))
         windows = windows.filter(pl.col("system").is_in(list(systems)))
-    end = window_end or obs.observed_until or windows["out_of_service_ts"].max()
+    # age is time in service: a gap between service windows does not count
+    units, on_clock = to_service_clock(windows, failures, failures.head(0))
     table = survival.build_first_failure_table(
-        failures, windows, by=["system"], window_end=end
+        on_clock, units, by=["system"], window_end=units["out_of_service_ts"].max()
     )
     return survival.kaplan_meier(table, by=["system"], confidence=confidence)
 

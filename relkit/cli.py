@@ -184,7 +184,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _open_tables(db: str) -> dict[str, pl.DataFrame]:
-    """Read the store tables every answer needs (:func:`relkit.answers.store_tables`)."""
+    """Read the store tables every answer needs (``answers.store_tables``)."""
     from relkit.answers import store_tables
     from relkit.store import Store
 
@@ -274,10 +274,16 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
 def _cmd_survival(args: argparse.Namespace) -> int:
     from relkit.answers import survival_by
 
-    _, end = _window(args)
+    start, end = _window(args)
     tables = _open_tables(args.db)
     _progress("fitting exponential, Weibull, log-normal and log-logistic models")
-    result = survival_by(**tables, by=_columns(args.by), unit=args.unit, window_end=end)
+    result = survival_by(
+        **tables,
+        by=_columns(args.by),
+        unit=args.unit,
+        window_start=start,
+        window_end=end,
+    )
     _emit(result, args.format)
     return 0
 
@@ -313,19 +319,46 @@ def _cmd_events(args: argparse.Namespace) -> int:
 
 
 def _cmd_rejects(args: argparse.Namespace) -> int:
+    from relkit.answers import excluded_failures, store_tables
     from relkit.store import Store
 
     with Store(args.db, read_only=True) as store:
         rejects = store.rejects(args.source)
+        tables = store_tables(store)
+    # failures that were read but fall in no service window of their unit
+    try:
+        excluded = excluded_failures(**tables)
+    except RelkitError as exc:
+        _progress(f"failures outside service windows not checked: {exc}")
+        excluded = None
+    if excluded is not None and excluded.height:
+        paths = tables["sources"].select("source_id", source="path")
+        rows = excluded.join(paths, on="source_id", how="left").select(
+            "source",
+            "line_no",
+            reason=pl.lit("excluded from MTBF: failure ") + pl.col("reason"),
+            raw=pl.format(
+                "{} {} {}",
+                pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                pl.col("host"),
+                pl.col("failure_mode"),
+            ),
+        )
+        if args.source is not None:
+            wanted = str(Path(args.source).resolve())
+            keep = [
+                p for p in rows["source"].unique().to_list()
+                if p is not None and str(Path(p).resolve()) == wanted
+            ]  # fmt: skip
+            rows = rows.filter(pl.col("source").is_in(keep))
+        rejects = pl.concat([rejects, rows.cast(rejects.schema)], how="vertical")
     _emit(rejects, args.format)
     return 0
 
 
 def _cmd_incidents(args: argparse.Namespace) -> int:
-    from relkit.answers import incident_table, log_end
+    from relkit.answers import incident_table, log_end, store_tables
     from relkit.store import Store
-
-    from relkit.answers import store_tables
 
     with Store(args.db, read_only=True) as store:
         tables = store_tables(store)
@@ -585,6 +618,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_db(p)
     p.add_argument("--by", help="comma-separated grouping, e.g. system")
     p.add_argument("--unit", choices=("node", "system"), default="system")
+    p.add_argument(
+        "--window-start",
+        help="ISO 8601 instant with zone; earlier failures set the first gap's origin",
+    )
     p.add_argument(
         "--window-end", help="ISO 8601 instant with zone (default: end of data)"
     )

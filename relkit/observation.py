@@ -1,4 +1,4 @@
-r"""The observation model: when each unit is at risk, what a unit is, and which failures count.
+r"""The observation model: when a unit is at risk, and which failures count.
 
 Every rate, MTBF and survival curve in relkit rests on the rule below; this
 module is its one home (DESIGN.md §1a).
@@ -65,6 +65,7 @@ __all__ = [
     "service_windows",
     "split_by",
     "system_incidents",
+    "to_service_clock",
 ]
 
 _US_PER_H = 3_600_000_000.0
@@ -312,7 +313,8 @@ def build_exposure(
         )
         msg = (
             f"build_exposure: {n_bad} unit(s) have neither in_service_ts nor "
-            f"observed_from_ts (first: {hosts}); set observed_from_ts to when tracking began, or "
+            f"observed_from_ts (first: {hosts}); set observed_from_ts to when "
+            "tracking began, or "
             "use relkit.observation.observe(), which enters them at their first "
             "record."
         )
@@ -352,8 +354,11 @@ LOG_WINDOW_MIN = 10.0
 
 
 def _fold_records(records: pl.DataFrame, window_min: float) -> pl.DataFrame:
-    """Fold records of one host + device + mode within ``window_min`` of the
-    previous one into the first; its repair runs to the latest repair."""
+    """Fold records of one host, device and mode within ``window_min``.
+
+    A record within the window of the previous one joins it; the first
+    record stands for the run, and its repair runs to the latest repair.
+    """
     if records.height == 0:
         return records
     keys = ["host", "device", "failure_mode"]
@@ -583,8 +588,13 @@ def collection_times(
         )
 
     # an inventory's dates say when units served, not when data was collected
-    # (see _observed_until); only its --as-of is a collection time
-    records = pl.col("kind") != "assets" if "kind" in sources.columns else pl.lit(True)
+    # (see _observed_until); only its --as-of is a collection time. A LANL
+    # file is both: its failure records (events) say when collection ended.
+    records = (
+        ~pl.col("kind").is_in(["assets", "lanl"])
+        if "kind" in sources.columns
+        else pl.lit(True)
+    )
     opts = sources.select(
         pl.col("source_id").cast(pl.Int32),
         _as_of=opt("as_of_ts"),
@@ -993,15 +1003,12 @@ def place_failures(
         _in=pl.col("in_service_ts"),
         _from="observed_from_ts",
         _to="out_of_service_ts",
-        _pos="exposure_h",
     )
     pairs = timed.select("_fid", *keys, "ts").join(
         spans, on=keys, how="inner", nulls_equal=True
     )
     inside = pairs.filter(
-        (pl.col("_pos") > 0)
-        & (pl.col("ts") >= pl.col("_from"))
-        & (pl.col("ts") <= pl.col("_to"))
+        (pl.col("ts") >= pl.col("_from")) & (pl.col("ts") <= pl.col("_to"))
     )["_fid"].unique()
     kept = timed.filter(pl.col("_fid").is_in(inside.implode()))
     out = timed.filter(~pl.col("_fid").is_in(inside.implode()))
@@ -1047,6 +1054,136 @@ def place_failures(
     return kept.drop("_fid"), excluded
 
 
+def _with_cause(failures: pl.DataFrame) -> pl.DataFrame:
+    """Add ``root_cause``, ``sub_cause`` (of ``failure_mode``) and ``repair_h``."""
+    parts = pl.col("failure_mode").str.split_exact("/", 1)
+    return failures.with_columns(
+        root_cause=parts.struct.field("field_0"),
+        sub_cause=pl.coalesce(
+            parts.struct.field("field_1"), parts.struct.field("field_0")
+        ),
+        repair_h=pl.col("repair_s") / 3600.0,
+    )
+
+
+_CLOCK_ZERO = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def to_service_clock(
+    windows: pl.DataFrame, failures: pl.DataFrame, prior: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    r"""Move each node's windows and failures onto its in-service clock.
+
+    Parameters
+    ----------
+    windows : pl.DataFrame
+        :func:`service_windows` (one row per service window; ``host``,
+        ``in_service_ts``, ``observed_from_ts``, ``out_of_service_ts``,
+        ``exposure_h`` and unit attributes).
+    failures : pl.DataFrame
+        Failures inside a window (``host``, ``ts``).
+    prior : pl.DataFrame
+        Failures before observation began (``host``, ``ts``).
+
+    Returns
+    -------
+    tuple of pl.DataFrame
+        ``(units, failures)``: one assets-shaped row per node and the failures
+        (with ``prior`` true for the prior ones), their instants replaced by
+        ``1970-01-01T00:00Z`` plus the node's hours in service until then. A
+        gap between two windows is neither age nor exposure, so differences of
+        these instants are times in service. ``in_service_ts`` is the clock's
+        zero, or null when the node's first install date is unknown.
+
+    Notes
+    -----
+    Window :math:`w` of a node starts service at
+    :math:`s_w` (``in_service_ts``, else its entry into observation) and ends
+    at :math:`e_w`; an instant :math:`t \in [s_w, e_w]` is at clock
+    :math:`\sum_{v<w}(e_v - s_v) + (t - s_w)`.
+    """
+    attrs = [
+        c
+        for c in windows.columns
+        if c
+        not in {
+            "source_id",
+            "line_no",
+            "in_service_ts",
+            "observed_from_ts",
+            "out_of_service_ts",
+            "exposure_h",
+            "exit_basis",
+            "left_truncated",
+            "in_service_unknown",
+            "attrs",
+            "device",
+            "gpus",
+        }
+    ]
+    w = (
+        windows.with_columns(_s=pl.coalesce("in_service_ts", "observed_from_ts"))
+        .filter(
+            pl.col("_s").is_not_null() & (pl.col("out_of_service_ts") >= pl.col("_s"))
+        )
+        .sort("host", "_s")
+        .with_columns(_len=_hours(pl.col("out_of_service_ts"), pl.col("_s")))
+        .with_columns(
+            _offset=pl.col("_len").cum_sum().shift(1, fill_value=0.0).over("host"),
+            _w=pl.int_range(pl.len()).over("host"),
+        )
+    )
+
+    def clock(hours: pl.Expr) -> pl.Expr:
+        return _lit_ts(_CLOCK_ZERO) + pl.duration(
+            microseconds=(hours * _US_PER_H).round(0).cast(pl.Int64)
+        )
+
+    first = w.filter(pl.col("_w") == 0).select(
+        "host", _known=pl.col("in_service_ts").is_not_null()
+    )
+    observed = w.filter(pl.col("exposure_h") > 0)
+    units = (
+        observed.group_by("host")
+        .agg(
+            *[pl.col(c).first() for c in attrs if c != "host"],
+            observed_from_ts=(
+                pl.col("_offset") + _hours(pl.col("observed_from_ts"), pl.col("_s"))
+            )
+            .sort_by("_s")
+            .first(),
+            out_of_service_ts=(pl.col("_offset") + pl.col("_len")).max(),
+        )
+        .join(first, on="host", how="left")
+        .with_columns(
+            in_service_ts=pl.when("_known").then(_lit_ts(_CLOCK_ZERO)),
+            observed_from_ts=clock(pl.col("observed_from_ts")),
+            out_of_service_ts=clock(pl.col("out_of_service_ts")),
+        )
+        .drop("_known")
+    )
+    both = pl.concat(
+        [
+            failures.with_columns(prior=pl.lit(False)),
+            prior.with_columns(prior=pl.lit(True)),
+        ],
+        how="diagonal_relaxed",
+    ).with_row_index("_fid")
+    placed = (
+        both.select("_fid", "host", "ts")
+        .join(w.select("host", "_s", "_offset", _e="out_of_service_ts"), on="host")
+        .filter((pl.col("ts") >= pl.col("_s")) & (pl.col("ts") <= pl.col("_e")))
+        .group_by("_fid")
+        .agg(_clock=(pl.col("_offset") + _hours(pl.col("ts"), pl.col("_s"))).first())
+    )
+    moved = (
+        both.join(placed, on="_fid", how="inner")
+        .with_columns(ts=clock(pl.col("_clock")))
+        .drop("_fid", "_clock")
+    )
+    return units, moved
+
+
 @dataclass(frozen=True)
 class Observation:
     """The observation model applied to one store: what was at risk, and when.
@@ -1069,6 +1206,10 @@ class Observation:
         declared ``window_end``.
     n_no_wall_time : int
         Events that could not be placed in time (no wall time).
+    prior_failures : pl.DataFrame
+        Failures of units in service before their observation began (before
+        tracking, or before ``window_start``): not counted, but the last of
+        them is the origin of the unit's first observed gap.
     attributes : tuple of str
         Asset attributes (keys of ``attrs``) available for grouping.
     """
@@ -1080,6 +1221,7 @@ class Observation:
     observed_until: datetime | None
     n_no_wall_time: int
     attributes: tuple[str, ...]
+    prior_failures: pl.DataFrame
 
     def exposure(
         self,
@@ -1399,14 +1541,19 @@ def observe(
     kept, excluded = place_failures(
         failures, windows, window_start=start, window_end=end
     )
-    parts = pl.col("failure_mode").str.split_exact("/", 1)
-    kept = kept.with_columns(
-        root_cause=parts.struct.field("field_0"),
-        sub_cause=pl.coalesce(
-            parts.struct.field("field_1"), parts.struct.field("field_0")
-        ),
-        repair_h=pl.col("repair_s") / 3600.0,
+    before_start = (
+        failures.filter(pl.col("ts") < start) if start is not None else failures.head(0)
     )
+    prior = pl.concat(
+        [
+            before_start,
+            excluded.filter(pl.col("reason").str.starts_with("before tracking")).drop(
+                "reason"
+            ),
+        ],
+        how="diagonal_relaxed",
+    ).join(windows.select("host").unique(), on="host", how="semi")
+    kept = _with_cause(kept)
     host_attrs = windows.select("host", *attributes).unique("host", keep="first")
     if attributes:
         kept = kept.join(host_attrs, on="host", how="left")
@@ -1432,4 +1579,5 @@ def observe(
         observed_until=observed_until,
         n_no_wall_time=n_no_wall,
         attributes=attributes,
+        prior_failures=_with_cause(prior),
     )

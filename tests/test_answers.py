@@ -1,5 +1,6 @@
 """The main job on real data: MTBF, survival and checkpoint plans for LANL."""
 
+import itertools
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -109,7 +110,9 @@ def test_ref_checkpoint_plan_uses_the_job_mtbf(lanl_tables: Tables) -> None:
     # one interruption per outage: node records of system 20 starting
     # within 60 s of the previous one are one system incident (issue 9 §4)
     starts = sorted(events.filter(system="20")["ts"].to_list())
-    outages = 1 + sum((b - a).total_seconds() > 60 for a, b in zip(starts, starts[1:]))
+    outages = 1 + sum(
+        (b - a).total_seconds() > 60 for a, b in itertools.pairwise(starts)
+    )
     assert row["n_failures"] == 2478
     assert row["n_interruptions"] == outages == 2386
     node_h = row["node_mtbf_h"] * row["n_failures"]
@@ -134,16 +137,18 @@ def test_empty_store_says_how_to_ingest() -> None:
         answers.mtbf_by(empty_events, empty_assets)
 
 
-def test_every_failure_is_a_gap_or_an_excluded_gap(lanl_tables: Tables) -> None:
-    """Nothing lost: per node, observed gaps + excluded first gaps = 23,739 failures.
+def test_every_failure_is_a_gap(lanl_tables: Tables) -> None:
+    """Nothing lost: per node, every one of the 23,739 failures ends a gap.
 
-    The 4 excluded gaps are the first failures of the 4 LANL nodes whose
-    production date is unknown ("before tracking": systems 7, 22, 24; system 17
-    has no node numbers), so their first gap has no origin.
+    4 LANL nodes have no production date ("before tracking": systems 7, 22,
+    24; system 17 has no node numbers). Their first gap is no longer dropped
+    (issue 9 §3): it runs from the tracking start, left-truncated there, and is
+    counted in n_origin_unknown.
     """
     out = answers.survival_by(*lanl_tables, unit="node").row(0, named=True)
-    assert out["n_excluded"] == 4
-    assert out["n_failures"] + out["n_excluded"] == 23739
+    assert out["n_excluded"] == 0
+    assert out["n_origin_unknown"] == 4
+    assert out["n_failures"] == 23739
 
 
 def _other_fleet(events: pl.DataFrame, assets: pl.DataFrame) -> Tables:

@@ -94,20 +94,7 @@ HEAVY = {
 }
 
 #: (rule, module) -> reason, for violations in modules owned by another change.
-KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {
-    ("private-name", "ingest.kernel"): (
-        "relkit/ingest/kernel.py imports _add_flag, _classify and _framing from "
-        "relkit.ingest._kernel_time/_kernel_classify; make them public there"
-    ),
-    ("private-name", "ingest._kernel_spans"): (
-        "relkit/ingest/_kernel_spans.py (new in the ingest rewrite) imports "
-        "_framing from relkit.ingest._kernel_classify; make it public there"
-    ),
-    ("private-name", "ingest._kernel_classify"): (
-        "relkit/ingest/_kernel_classify.py imports _add_flag from "
-        "relkit.ingest._kernel_time; make it public there"
-    ),
-}
+KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {}
 
 
 # -- the checker ----------------------------------------------------------------

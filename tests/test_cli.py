@@ -238,7 +238,7 @@ def test_mtbf_csv_and_table_formats(
     assert code == 0
     header, row = out.strip().splitlines()
     assert header.startswith("n_units,n_failures,exposure_h,mtbf_h")
-    assert row.startswith("23739,")
+    assert row.startswith("5007,23739,")
     code, out, _ = run(capsys, "mtbf", "--db", str(lanl_db), "--by", "system")
     assert code == 0
     assert "mtbf_lower_one_sided_h" in out

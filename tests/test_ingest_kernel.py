@@ -476,7 +476,7 @@ def test_prop_clock_lines_agree_with_framing(head: str, msg: str) -> None:
     from relkit.ingest import kernel
 
     raw = pl.Series([head + msg])
-    full = kernel._framing(raw).row(0, named=True)
+    full = kernel.split_framing(raw).row(0, named=True)
     has_clock = bool(raw.str.contains(kp.CLOCK)[0])
     assert has_clock == (full["mono_s"] is not None)
     if has_clock:

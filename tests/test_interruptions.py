@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from relkit.errors import InvalidParameterError, SchemaError
 from relkit.answers import log_end
+from relkit.errors import InvalidParameterError, SchemaError
 from relkit.ingest import read_file, read_path, read_sacct
 from relkit.interruptions import (
     build_interruptions,

@@ -8,6 +8,7 @@ Epstein & Sobel 1953 (doi:10.1080/01621459.1953.10483491), time-terminated:
 lower = 2T / χ²(1 − α/2; 2r + 2), upper = 2T / χ²(α/2; 2r).
 """
 
+import itertools
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -187,6 +188,34 @@ def test_units_with_several_windows_count_once(tmp_path: Path) -> None:
         "between two service windows of the unit",
         "after the unit left service (2021-01-31T00:00Z)",
     ]
+    # the CLI names them in `relkit rejects`, with file and line, after ingest's
+    assert main(["rejects", "--db", str(db), "--format", "json"]) == 0
+
+
+def test_rejects_lists_ingest_rejects_and_excluded_failures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One bad assets line (ingest) and one failure after its node left service
+    (observation): `relkit rejects` lists both with file, line and reason."""
+    assets = (
+        "host,in_service_ts,out_of_service_ts\n"
+        "a,2021-01-01T00:00Z,2021-01-11T00:00Z\n"
+        "b,yesterday,\n"
+    )
+    events = "ts,host,failure_mode\n2021-01-15T00:00Z,a,gpu/hbm_uncorrectable\n"
+    db = _store(tmp_path, {"assets": assets, "events": events})
+    code, out, err = _run(capsys, "rejects", "--db", str(db), "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [(Path(r["source"]).name, r["line_no"]) for r in rows] == [
+        ("assets.csv", 3),
+        ("events.csv", 2),
+    ]
+    assert set(rows[0]) == {"source", "line_no", "reason", "raw"}
+    assert rows[1]["reason"] == (
+        "excluded from MTBF: failure after the unit left service (2021-01-11T00:00Z)"
+    )
+    assert rows[1]["raw"] == "2021-01-15T00:00:00Z a gpu/hbm_uncorrectable"
 
 
 def test_unknown_install_date_enters_at_tracking_start_left_truncated() -> None:
@@ -379,7 +408,7 @@ def test_open_units_with_no_known_end_ask_for_one(tmp_path: Path) -> None:
     """An inventory of open-ended units and nothing else: no source says when
     collection ended, so the answer asks for --window-end or --as-of."""
     db = _store(tmp_path, {"assets": "host,in_service_ts\na,2023-01-01T00:00Z\n"})
-    with pytest.raises(InsufficientDataError, match="--window-end.*--as-of"):
+    with pytest.raises(InsufficientDataError, match=r"--window-end.*--as-of"):
         answers.mtbf_by(**_tables(db))
 
 
@@ -406,7 +435,7 @@ def test_lanl_system_2_outages_count_once_for_the_job(
     """
     events, assets = lanl_tables
     starts = sorted(events.filter(system="2")["ts"].to_list())
-    zero = sum(a == b for a, b in zip(starts, starts[1:]))
+    zero = sum(a == b for a, b in itertools.pairwise(starts))
     assert (len(starts), zero) == (7_104, 1_707)
     plan = answers.checkpoint_plan_by_system(
         events, assets, cost_h=5 / 60, restart_h=1 / 6
@@ -464,3 +493,177 @@ def test_unknown_group_column_names_the_choices(tmp_path: Path) -> None:
     db = _rack_store(tmp_path)
     with pytest.raises(SchemaError, match=r"cannot group by \['shelf'\].*'rack'"):
         answers.mtbf_by(**_tables(db), by=["shelf"])
+
+
+def test_age_counts_time_in_service_only(tmp_path: Path) -> None:
+    """Node a serves Jan 1–11 and Jan 21–31 (2021); failures on Jan 5 and Jan 25.
+    On its in-service clock: Jan 5 is 96 h, Jan 25 is 240 + 96 = 336 h, the end
+    240 + 240 = 480 h. Gaps: 96 h (from install), 336 − 96 = 240 h (not the
+    480 calendar hours: the 10 days out of service are neither age nor
+    exposure), then 144 h censored."""
+    assets = (
+        "host,in_service_ts,out_of_service_ts\n"
+        "a,2021-01-01T00:00Z,2021-01-11T00:00Z\n"
+        "a,2021-01-21T00:00Z,2021-01-31T00:00Z\n"
+    )
+    events = (
+        "ts,host,failure_mode\n"
+        "2021-01-05T00:00Z,a,gpu/hbm_uncorrectable\n"
+        "2021-01-25T00:00Z,a,gpu/hbm_uncorrectable\n"
+    )
+    tables = _tables(_store(tmp_path, {"assets": assets, "events": events}))
+    table = answers.time_between_failures(**tables, unit="node")
+    assert table.select("entry_h", "stop_h", "observed").rows() == [
+        (0.0, 96.0, True),
+        (0.0, 240.0, True),
+        (0.0, 144.0, False),
+    ]
+
+
+def test_failure_before_tracking_sets_the_next_gaps_origin(tmp_path: Path) -> None:
+    """Node b in service 2020-12-01, tracked from 2021-01-01; a failure on
+    2020-12-25 (before tracking: not counted, but the origin of the next gap)
+    and one on 2021-01-05. First observed gap: origin Dec 25, entry = Jan 1 −
+    Dec 25 = 168 h, stop = Jan 5 − Dec 25 = 264 h; then Jan 5 → Jan 31 = 624 h
+    censored. The same holds with a declared window start instead of a
+    tracking start (entry = window start − last failure)."""
+    assets = (
+        "host,in_service_ts,observed_from_ts,out_of_service_ts\n"
+        "b,2020-12-01T00:00Z,2021-01-01T00:00Z,2021-01-31T00:00Z\n"
+    )
+    events = (
+        "ts,host,failure_mode\n"
+        "2020-12-25T00:00Z,b,gpu/hbm_uncorrectable\n"
+        "2021-01-05T00:00Z,b,gpu/hbm_uncorrectable\n"
+    )
+    tables = _tables(_store(tmp_path, {"assets": assets, "events": events}))
+    expected = [(168.0, 264.0, True), (0.0, 624.0, False)]
+    table = answers.time_between_failures(**tables, unit="node")
+    assert table.select("entry_h", "stop_h", "observed").rows() == expected
+    assert answers.mtbf_by(**tables)["n_failures"].to_list() == [1]
+
+    assets_open = (
+        "host,in_service_ts,out_of_service_ts\nb,2020-12-01T00:00Z,2021-01-31T00:00Z\n"
+    )
+    (tmp_path / "w").mkdir()
+    tables = _tables(_store(tmp_path / "w", {"assets": assets_open, "events": events}))
+    table = answers.time_between_failures(
+        **tables, unit="node", window_start=datetime(2021, 1, 1, tzinfo=UTC)
+    )
+    assert table.select("entry_h", "stop_h", "observed").rows() == expected
+
+
+def test_node_in_service_before_tracking_keeps_its_first_gap(tmp_path: Path) -> None:
+    """No install date, tracked from Jan 1: the first gap runs from the tracking
+    start (left-truncated there, not dropped): Jan 1 → Jan 4 = 72 h, then 648 h
+    censored to Jan 31; survival_by counts it in n_origin_unknown."""
+    assets = "host,in_service_ts,observed_from_ts\nc,,2021-01-01T00:00Z\n"
+    events = "ts,host,failure_mode\n2021-01-04T00:00Z,c,gpu/hbm_uncorrectable\n"
+    tables = _tables(_store(tmp_path, {"assets": assets, "events": events}))
+    end = datetime(2021, 1, 31, tzinfo=UTC)
+    table = answers.time_between_failures(**tables, unit="node", window_end=end)
+    assert table.select("entry_h", "stop_h", "observed").rows() == [
+        (0.0, 72.0, True),
+        (0.0, 648.0, False),
+    ]
+    fits = answers.survival_by(**tables, unit="node", window_end=end)
+    assert fits.select("n_origin_unknown", "n_excluded").row(0) == (1, 0)
+
+
+def _dmesg_iso(path: Path, n: int = 41, xid_at: int = 11) -> None:
+    """A `dmesg --time-format iso` log of n lines from 05:39:15 to 12:02:15
+    (evenly spaced), an Xid 48 on line ``xid_at``, the rest ordinary lines."""
+    t0 = datetime(2025, 6, 11, 5, 39, 15)
+    t1 = datetime(2025, 6, 11, 12, 2, 15)
+    lines = []
+    for i in range(n):
+        t = t0 + (t1 - t0) * i / (n - 1)
+        stamp = t.strftime("%Y-%m-%dT%H:%M:%S,%f") + "+00:00"
+        msg = (
+            "NVRM: Xid (PCI:0000:3b:00): 48, pid=2112, name=python, DBE (0x1)"
+            if i == xid_at - 1
+            else f"systemd[1]: Started session {i} of user root."
+        )
+        lines.append(f"{stamp} kernel: {msg}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_ref_exposure_from_logs_alone_is_the_logs_span(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 9 §2: 41 lines, 05:39:15 → 12:02:15, one Xid 48 on line 11: the host
+    is at risk 6 h 23 min = 6.3833 h (the old code gave 12.5 s, MTBF 0.0035 h);
+    under 24 h at risk the row carries a warning, also on stderr."""
+    log = tmp_path / "dmesg.log"
+    _dmesg_iso(log)
+    db = tmp_path / "k.duckdb"
+    with Store(db) as store:
+        read_file(store, log, kind="kernel", host="gpu01")
+    code, out, err = _run(capsys, "mtbf", "--db", str(db), "--format", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["exposure_h"] == pytest.approx(6 + 23 / 60)
+    assert row["mtbf_h"] == pytest.approx(6 + 23 / 60)
+    assert row["exposure_basis"] == answers.ASSUMED_BASIS
+    assert "warning: only 6.38 node-hours at risk" in err
+
+
+def test_hosts_without_failure_signals_are_at_risk(tmp_path: Path) -> None:
+    """A syslog of two hosts, 10:00 → 14:00; only gpu01 has an Xid. Both are at
+    risk over their own lines: gpu01 10:00 → 14:00 (4 h), gpu02 10:30 → 13:30
+    (3 h): 7 node-hours, 2 units."""
+    lines = [
+        "2025-06-11T10:00:00+00:00 gpu01 kernel: systemd[1]: Started session 1.",
+        "2025-06-11T10:30:00+00:00 gpu02 kernel: systemd[1]: Started session 1.",
+        "2025-06-11T11:00:00+00:00 gpu01 kernel: NVRM: Xid (PCI:0000:3b:00): 48,"
+        " pid=2112, name=python, DBE (0x1)",
+        "2025-06-11T13:30:00+00:00 gpu02 kernel: systemd[1]: Started session 2.",
+        "2025-06-11T14:00:00+00:00 gpu01 kernel: systemd[1]: Started session 2.",
+    ]
+    log = tmp_path / "syslog"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with Store(":memory:") as store:
+        read_file(store, log, kind="kernel", tz="UTC")
+        tables = answers.store_tables(store)
+    row = answers.mtbf_by(**tables).row(0, named=True)
+    assert (row["n_units"], row["n_failures"]) == (2, 1)
+    assert row["exposure_h"] == pytest.approx(7.0)
+
+
+def test_one_store_one_answer_on_the_bundled_simulated_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 9 §4: `relkit mtbf`, the library snippet of the README
+    (`mtbf_by(**store_tables(store))`) and the report's MTBF table give the
+    same fleet MTBF for the same store (they once differed: 8,345 h vs 8,031 h).
+    264 nodes at risk until the logs' collection time: 264 × 54 × 24 =
+    342,144 node-hours (datasets/synthetic/.../ground_truth.json)."""
+    import relkit.datasets
+    from relkit.ingest import read_path
+    from relkit.report import write_report
+
+    data = relkit.datasets.path("synthetic")
+    truth = json.loads((data / "ground_truth.json").read_text(encoding="utf-8"))
+    ref = truth["ingest"]["kernel"].split("--reference-date ")[1].split()[0]
+    db = tmp_path / "sim.duckdb"
+    with Store(db) as store:
+        read_file(store, data / "assets.csv", kind="assets")
+        read_path(
+            store,
+            data / "kernel",
+            kind="kernel",
+            tz="UTC",
+            reference_date=ref,
+            host_from_filename=True,
+        )
+        library = answers.mtbf_by(**answers.store_tables(store)).row(0, named=True)
+        write_report(store, tmp_path / "report")
+    code, out, err = _run(capsys, "mtbf", "--db", str(db), "--format", "json")
+    assert code == 0, err
+    (cli,) = json.loads(out)
+    report = pl.read_csv(tmp_path / "report" / "tables" / "mtbf_by_system.csv")
+    report_mtbf = report["exposure_h"].sum() / report["n_failures"].sum()
+    assert cli["exposure_h"] == pytest.approx(264 * 54 * 24, rel=1e-6)
+    assert cli["mtbf_h"] == pytest.approx(library["mtbf_h"], rel=1e-12)
+    assert report_mtbf == pytest.approx(cli["mtbf_h"], rel=1e-12)
+    assert cli["n_failures"] == library["n_failures"] == report["n_failures"].sum()

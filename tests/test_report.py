@@ -38,9 +38,11 @@ def small_store(tmp_path: Path) -> Store:
 def test_report_on_a_small_fleet(small_store: Store, tmp_path: Path) -> None:
     """No system reaches 100 failures: the plan shows every system with a failure.
 
-    clusterA has 3 nodes and 4 failures; its job MTBF is node MTBF / 3. Hand:
-    observation ends at the last record, gpu004's repair at 2025-03-01 02:00, so
-    node-hours = 2 × 1,418 h + 744 h = 3,580 h, node MTBF 895 h, job MTBF 298.3 h.
+    clusterA has 3 nodes and 4 failures at 4 different instants; its job MTBF is
+    calendar time (node-hours / 3) / 4 outages. Hand: open-ended nodes run to
+    the events file's last record, gpu004's repair at 2025-03-01 02:00, and
+    gpu003 leaves on 02-01, so node-hours = 2 × 1,418 h + 744 h = 3,580 h, node
+    MTBF 895 h, job MTBF 298.3 h.
     """
     page = write_report(small_store, tmp_path / "out")
     html = page.read_text(encoding="utf-8")
@@ -52,9 +54,9 @@ def test_report_on_a_small_fleet(small_store: Store, tmp_path: Path) -> None:
     )
     cluster_a = next(r for r in rows if r.startswith("clusterA,"))
     fields = cluster_a.split(",")
-    assert fields[1:3] == ["3", "4"]
-    assert float(fields[3]) == pytest.approx(3580 / 4)
-    assert float(fields[4]) == pytest.approx(3580 / 4 / 3)
+    assert fields[1:4] == ["3", "4", "4"]  # nodes, failures, outages
+    assert float(fields[4]) == pytest.approx(3580 / 4)
+    assert float(fields[5]) == pytest.approx(3580 / 3 / 4)
 
 
 def test_report_assumptions_are_stated(small_store: Store, tmp_path: Path) -> None:

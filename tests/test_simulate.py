@@ -19,9 +19,9 @@ import polars as pl
 import pytest
 from scipy import stats
 
+from relkit.answers import mtbf_by
 from relkit.checkpoint import ettr_model, expected_ettr
 from relkit.errors import InvalidParameterError
-from relkit.answers import mtbf_by
 from relkit.incidents import build_incidents
 from relkit.ingest import read_file, read_path
 from relkit.metrics import failure_rate_bounds

@@ -591,7 +591,9 @@ def rows(table: pl.DataFrame) -> list[tuple]:
 def test_build_tbf_table_node_hand_computed(fleet):
     """Hand-computed gaps: n1 first gap from install (day 1) with entry 48 h, two
     failures at the same instant (0 h gap, kept), censored at window end day 11;
-    n2's first gap excluded (in_service NULL); n3 censored at its decommission
+    n2 (in_service NULL, tracked from day 1): its first gap runs from the
+    tracking start, left-truncated there (issue 9 §3: not dropped), day 1 → 2
+    = 24 h; n3 censored at its decommission
     (day 6), its day-12 failure outside the window; n4 one censored row."""
     events, assets = fleet
     table = build_tbf_table(events, assets, window_end=d(11))
@@ -601,6 +603,7 @@ def test_build_tbf_table_node_hand_computed(fleet):
         ("n1", 0.0, 0.0, True),
         ("n1", 0.0, 60.0, True),
         ("n1", 0.0, 108.0, False),
+        ("n2", 0.0, 24.0, True),
         ("n2", 0.0, 72.0, True),
         ("n2", 0.0, 144.0, False),
         ("n3", 0.0, 48.0, True),
@@ -609,7 +612,6 @@ def test_build_tbf_table_node_hand_computed(fleet):
     ]
     excl = build_tbf_exclusions(events, assets, window_end=d(11))
     assert excl.rows() == [
-        ("n2", "in_service_ts unknown: first gap excluded", 1),
         ("n3", "failure outside the unit's observation window", 1),
         ("n9", "failure of a node not in assets", 1),
     ]
@@ -677,6 +679,7 @@ def test_build_tbf_table_by_root_cause(fleet):
     assert rows(sw) == [
         ("s", "software", "n1", 48.0, 72.0, True),
         ("s", "software", "n1", 0.0, 168.0, False),
+        ("s", "software", "n2", 0.0, 96.0, True),
         ("s", "software", "n2", 0.0, 144.0, False),
         ("s", "software", "n3", 0.0, 120.0, False),
         ("s", "software", "n4", 0.0, 240.0, False),

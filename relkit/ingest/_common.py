@@ -644,7 +644,15 @@ def _earlier(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Return the sources of ``kind`` from the same path, and of the same bytes."""
     same_path, same_bytes = [], []
-    for row in store.table("sources").filter(kind=kind).iter_rows(named=True):
+    # only rows that can match are decoded (the store may hold thousands)
+    opts = pl.col("options").fill_null("{}")
+    maybe = (
+        (pl.col("sha256") == sha)
+        | opts.str.contains(json.dumps(resolved)[1:-1], literal=True)
+        | ~opts.str.contains('"resolved_path"', literal=True)
+    )
+    candidates = store.table("sources").filter(pl.col("kind") == kind).filter(maybe)
+    for row in candidates.iter_rows(named=True):
         options = json.loads(row["options"] or "{}")
         where = options.get("resolved_path") or str(Path(row["path"]).resolve())
         row = row | {"options": options, "resolved_path": where}

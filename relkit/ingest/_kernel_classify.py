@@ -15,7 +15,7 @@ onto events. The patterns and code tables are data in
 import polars as pl
 
 from relkit.ingest import _kernel_patterns as kp
-from relkit.ingest._kernel_time import _add_flag
+from relkit.ingest._kernel_time import add_flag
 
 #: Window (s) around a "Rate limiting ... printing 1 of every N" line in which
 #: Xid events of the same host and GPU are flagged ``rate_limited``.
@@ -72,7 +72,7 @@ def _pci(col: pl.Expr) -> pl.Expr:
     )
 
 
-def _framing(raw: pl.Series) -> pl.DataFrame:
+def split_framing(raw: pl.Series) -> pl.DataFrame:
     """Split lines into framing, time fields, host and message (vectorised)."""
     g = raw.str.extract_groups(kp.FRAMING).struct.unnest()
     msg_cols = [
@@ -333,13 +333,13 @@ def classify_lines(lines: pl.Series, *, offset: int = 0) -> pl.DataFrame:
     """
     raw = lines.cast(pl.String).fill_null("")
     line_no = pl.int_range(offset + 1, offset + 1 + raw.len(), eager=True)
-    return _classify(raw, line_no)
+    return classify_numbered(raw, line_no)
 
 
-def _classify(raw: pl.Series, line_no: pl.Series) -> pl.DataFrame:
+def classify_numbered(raw: pl.Series, line_no: pl.Series) -> pl.DataFrame:
     """:func:`classify_lines` of lines with the given (increasing) line numbers."""
     n = raw.len()
-    base = _framing(raw).with_columns(
+    base = split_framing(raw).with_columns(
         i=pl.int_range(n, dtype=pl.Int64),
         line_hash=raw.hash(),
         blank=raw.str.strip_chars() == "",
@@ -518,7 +518,7 @@ def link_context(
     dup = ev & (
         pl.int_range(pl.len()).over("line_hash", "outcome", order_by="line_no") > 0
     )
-    flags = _add_flag(pl.col("flags"), dup, "duplicate_line")
+    flags = add_flag(pl.col("flags"), dup, "duplicate_line")
     marks = out.filter(pl.col("reason") == "rate_limit_notice")
     if marks.height:
         t = "ts" if "ts" in out.columns else None
@@ -533,7 +533,7 @@ def link_context(
                 (pl.col(t) - pl.col(f"{t}_m")).dt.total_microseconds().abs() / 1e6, gap
             )
         limited = j.filter(gap <= window_s).get_column("line_no").unique()
-        flags = _add_flag(
+        flags = add_flag(
             flags, pl.col("line_no").is_in(limited.implode()), "rate_limited"
         )
     return out.with_columns(flags=flags)

@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from relkit.errors import IngestError
-from relkit.ingest._kernel_classify import _framing
+from relkit.ingest._kernel_classify import split_framing
 from relkit.ingest._kernel_read import SPAN_LINES, HostSpan
 from relkit.ingest._kernel_time import BootTracker, wall_times
 from relkit.schema import UTC
@@ -47,7 +47,7 @@ def line_times(
     """
     if not lines:
         return []
-    fr = _framing(pl.Series("line", [t for _, _, t, _ in lines], dtype=pl.String))
+    fr = split_framing(pl.Series("line", [t for _, _, t, _ in lines], dtype=pl.String))
     fr = fr.with_columns(line_no=pl.Series([n for _, n, _, _ in lines]))
     if host is not None:
         fr = fr.with_columns(host=pl.col("host").fill_null(host))
@@ -82,33 +82,37 @@ def _ends(
     spans: dict[str, HostSpan],
     tracker: BootTracker,
     *,
-    first: bool,
     tz: str | None,
     ref: dt.date | None,
     host: str | None,
     path: Path,
-) -> dict[str, dt.datetime]:
-    """First (or last) resolvable time among each host's kept end lines.
+) -> tuple[dict[str, dt.datetime], dict[str, dt.datetime]]:
+    """First and last resolvable time among each host's kept end lines.
 
-    Tried in rounds, one line per host per round, from the end inwards: the
-    first line of the log's first boot, or the last line of its last boot.
+    Tried in rounds, one line per host and end per round, from the ends
+    inwards: the first line of the log's first boot, and the last line of its
+    last boot. Both ends of every host are timed in one call per round (a
+    round costs a few milliseconds whatever its size, and a directory of
+    per-host logs pays it per file).
     """
-    found: dict[str, dt.datetime] = {}
+    found: tuple[dict[str, dt.datetime], dict[str, dt.datetime]] = ({}, {})
     for k in range(SPAN_LINES):
-        todo = []
-        for hkey, span in spans.items():
-            ends = span.head if first else span.tail[::-1]
-            if hkey in found or k >= len(ends):
-                continue
-            boot = 0 if first else tracker.last.get(hkey, (0.0, 0))[1]
-            line_no, text = ends[k]
-            todo.append((hkey, line_no, text, boot))
+        todo, where = [], []
+        for side, first in enumerate((True, False)):
+            for hkey, span in spans.items():
+                ends = span.head if first else span.tail[::-1]
+                if hkey in found[side] or k >= len(ends):
+                    continue
+                boot = 0 if first else tracker.last.get(hkey, (0.0, 0))[1]
+                line_no, text = ends[k]
+                todo.append((hkey, line_no, text, boot))
+                where.append(side)
         if not todo:
             break
         times = line_times(todo, tracker, tz=tz, ref=ref, host=host, path=path)
-        for (hkey, *_), ts in zip(todo, times, strict=True):
+        for (hkey, *_), side, ts in zip(todo, where, times, strict=True):
             if ts is not None:
-                found[hkey] = ts
+                found[side][hkey] = ts
     return found
 
 
@@ -146,8 +150,7 @@ def log_spans(
         by its events (an NCCL ``host:pid:tid`` prefix) gets a row with
         ``n_lines`` 0 and its events' span. Sorted by host.
     """
-    heads = _ends(spans, tracker, first=True, tz=tz, ref=ref, host=host, path=path)
-    tails = _ends(spans, tracker, first=False, tz=tz, ref=ref, host=host, path=path)
+    heads, tails = _ends(spans, tracker, tz=tz, ref=ref, host=host, path=path)
     rows = pl.DataFrame(
         {
             "hkey": list(spans),

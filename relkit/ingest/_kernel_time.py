@@ -289,8 +289,8 @@ class BootTracker:
         ).min().over("hkey", "boot_no")
         out = out.with_columns(ts=pl.coalesce(pl.col("wall_ts"), from_boot))
         out = out.with_columns(
-            flags=_add_flag(
-                _add_flag(pl.col("flags"), pl.col("ts").is_null(), "no_wall_time"),
+            flags=add_flag(
+                add_flag(pl.col("flags"), pl.col("ts").is_null(), "no_wall_time"),
                 is_event & (pl.col("boot_no") > 0) & first_event,
                 "reboot",
             )
@@ -298,7 +298,7 @@ class BootTracker:
         return out.drop("hkey", "boot_us")
 
 
-def _add_flag(flags: pl.Expr, cond: pl.Expr, name: str | pl.Expr) -> pl.Expr:
+def add_flag(flags: pl.Expr, cond: pl.Expr, name: str | pl.Expr) -> pl.Expr:
     """Append a flag to a comma-separated flags column where ``cond`` holds."""
     new = pl.when(cond.fill_null(False)).then(
         name if isinstance(name, pl.Expr) else pl.lit(name)
@@ -384,7 +384,7 @@ def resolve_times(
     out = out.join(segs, on="line_no", how="left", maintain_order="left")
     out = tracker.resolve(out)
     out = out.with_columns(
-        flags=_add_flag(
+        flags=add_flag(
             pl.col("flags"), pl.col("dst_flag").is_not_null(), pl.col("dst_flag")
         )
     )

@@ -31,8 +31,8 @@ from relkit.ingest._common import (
     ingest,
 )
 from relkit.ingest._kernel_classify import (
-    _classify,
-    _framing,
+    classify_numbered,
+    split_framing,
     classify_lines,
     link_context,
 )
@@ -40,7 +40,7 @@ from relkit.ingest._kernel_read import LineFrames, clock_columns, file_host
 from relkit.ingest._kernel_spans import EARLIEST, LATEST, log_spans
 from relkit.ingest._kernel_time import (
     BootTracker,
-    _add_flag,
+    add_flag,
     mark_bad_times,
     options_dict,
     parse_reference_date,
@@ -83,7 +83,7 @@ def _clock_lines(raw: pl.Series, line_no: pl.Series, host: str | None) -> pl.Dat
     """Kernel clock and host of lines known to carry one (:data:`kp.CLOCK`).
 
     Returns ``line_no, hkey, mono, walled`` (``walled``: the line also has a
-    wall stamp, so it can anchor its boot). Agrees with :func:`_framing` on
+    wall stamp, so it can anchor its boot). Agrees with :func:`split_framing` on
     ``mono_s`` and ``host`` (checked by a test).
     """
     frame = pl.DataFrame({"line": raw, "line_no": line_no}).with_columns(
@@ -96,11 +96,11 @@ def _clock_keys(frame: pl.DataFrame, host: str | None) -> pl.DataFrame:
     """``line_no, hkey, mono, walled`` of clock lines with :func:`clock_columns`.
 
     Lines whose host could come from an NCCL message prefix (``hint``) and name
-    none in their framing take :func:`_framing` itself (their text is kept).
+    none in their framing take :func:`split_framing` itself (their text is kept).
     """
     hard = frame.get_column("hint") & frame.get_column("clock_host").is_null()
     if hard.any():
-        full = _framing(frame.get_column("line").filter(hard)).get_column("host")
+        full = split_framing(frame.get_column("line").filter(hard)).get_column("host")
         host_s = frame.get_column("clock_host").scatter(hard.arg_true(), full)
         frame = frame.with_columns(clock_host=host_s)
     return frame.select(
@@ -141,7 +141,7 @@ def _anchor_boots(
         text = first.select("line_no").join(
             lines, on="line_no", how="left", maintain_order="left"
         )
-        fr = _framing(text.get_column("line")).select("framing", "wall", "host")
+        fr = split_framing(text.get_column("line")).select("framing", "wall", "host")
         fr = fr.with_columns(line_no=first.get_column("line_no"))
         wall_ts = wall_times(fr, tz=tz, reference_date=ref, path=path)["wall_ts"]
         got = first.with_columns(wall_ts=wall_ts).filter(
@@ -168,7 +168,7 @@ def _parse(
 
     :class:`relkit.ingest._kernel_read.LineFrames` gives, per batch, the lines
     that are keyword candidates, blank or carry a kernel clock. Only candidates
-    get :func:`_classify` and their wall times; clock lines give their clock and
+    get :func:`classify_numbered` and their wall times; clock lines give their clock and
     host for boot numbering, and the first walled line of each new boot is
     parsed as its anchor. Other lines are counted as ``no_signal`` without
     further parsing. ``full=True`` classifies and times every line instead (the
@@ -201,7 +201,7 @@ def _parse_frames(
     no_seg = pl.DataFrame(schema={"line_no": pl.Int64, "boot_no": pl.Int64})
 
     def classified(cands: pl.DataFrame) -> pl.DataFrame:
-        c = _classify(cands.get_column("line"), cands.get_column("line_no"))
+        c = classify_numbered(cands.get_column("line"), cands.get_column("line_no"))
         if host is not None:
             c = c.with_columns(host=pl.col("host").fill_null(host))
         return mark_bad_times(
@@ -283,7 +283,7 @@ def _parse_frames(
         events = pl.DataFrame()
     else:
         rows = rows.with_columns(
-            flags=_add_flag(
+            flags=add_flag(
                 pl.col("flags"), pl.col("dst_flag").is_not_null(), pl.col("dst_flag")
             )
         )
@@ -347,7 +347,7 @@ def _log_end(
     if frames.last_line is None:
         return None
     line_no, text = frames.last_line
-    fr = _framing(pl.Series("line", [text])).with_columns(line_no=pl.lit(line_no))
+    fr = split_framing(pl.Series("line", [text])).with_columns(line_no=pl.lit(line_no))
     if host is not None:
         fr = fr.with_columns(host=pl.col("host").fill_null(host))
     try:

@@ -228,6 +228,7 @@ class Simulation:
                     "out_of_service_ts": None,
                     "observed_from_ts": None,
                     "attrs": attrs,
+                    "flags": None,
                 }
             )
             .select(schema.names())
