@@ -38,7 +38,6 @@ __all__ = [
     "log_end",
     "mtbf_by",
     "mtbf_of",
-    "observe_store",
     "store_tables",
     "survival_by",
     "time_between_failures",
@@ -84,56 +83,6 @@ def store_tables(store: "Store") -> dict[str, pl.DataFrame]:
         except SchemaError:  # a store schema without the table
             continue
     return out
-
-
-def observe_store(
-    events: pl.DataFrame,
-    assets: pl.DataFrame,
-    *,
-    sources: pl.DataFrame | None = None,
-    log_spans: pl.DataFrame | None = None,
-    failure_modes: pl.DataFrame | None = None,
-    window_start: datetime | None = None,
-    window_end: datetime | None = None,
-    window_min: float | None = None,
-    gpus_per_node: int = 8,
-) -> Observation:
-    """Apply the observation model to a store's tables.
-
-    Same as :func:`relkit.observation.observe`; every answer below goes
-    through it, so the command line, the report and the notebooks agree.
-
-    Parameters
-    ----------
-    events, assets, sources, log_spans, failure_modes : pl.DataFrame
-        The store's tables (see :func:`relkit.observation.observe`).
-    window_start, window_end : datetime, optional
-        The declared observation window (UTC).
-    window_min : float, optional
-        Incident gap window, minutes (log signals: 10 when not given).
-    gpus_per_node : int, default 8
-        GPUs per host assumed when there are no assets.
-
-    Returns
-    -------
-    relkit.observation.Observation
-
-    Raises
-    ------
-    InsufficientDataError
-        As :func:`relkit.observation.observe`.
-    """
-    return observe(
-        events,
-        assets,
-        sources=sources,
-        log_spans=log_spans,
-        failure_modes=failure_modes,
-        window_start=window_start,
-        window_end=window_end,
-        window_min=window_min,
-        gpus_per_node=gpus_per_node,
-    )
 
 
 def mtbf_by(
@@ -212,7 +161,7 @@ def mtbf_by(
         If events lack wall time, or nothing says when open-ended units stop
         being observed (see :func:`relkit.observation.observe`).
     """
-    obs = observe_store(
+    obs = observe(
         events,
         assets,
         sources=sources,
@@ -242,7 +191,7 @@ def mtbf_of(
     gpus_per_node: int = 8,
     min_exposure_h: float = MIN_EXPOSURE_H,
 ) -> pl.DataFrame:
-    """MTBF per group of an observation already made (:func:`observe_store`).
+    """MTBF per group of an observation already made (``observation.observe``).
 
     Parameters and result as :func:`mtbf_by`, which calls it; use it to
     answer several groupings of one store without observing it again.
@@ -265,7 +214,7 @@ def mtbf_of(
         If a ``by`` column is not a known attribute.
     """
     by = _unique(by)
-    unit_by, _ = split_by(by, obs.windows, obs.failures)
+    unit_by, _ = split_by(by, obs.windows, obs.failures, attributes=obs.attributes)
     per_device = obs.windows["device"].is_not_null().any()
     unit = unit or ("gpu" if per_device else "node")
     at_risk = obs.exposure(unit_by, unit=unit, gpus_per_node=gpus_per_node)
@@ -381,7 +330,7 @@ def excluded_failures(
         by time: failures before service, before tracking, between two
         windows, after removal, or on a host missing from the assets.
     """
-    obs = observe_store(
+    obs = observe(
         events,
         assets,
         sources=sources,
@@ -471,10 +420,10 @@ def _tbf_tables(
     observation began set the origin of its first gap.
     """
     by = _unique(by)
-    obs = observe_store(
+    obs = observe(
         events, assets, window_start=window_start, window_end=window_end, **tables
     )
-    split_by(by, obs.windows, obs.failures)
+    split_by(by, obs.windows, obs.failures, attributes=obs.attributes)
     failures, prior = obs.failures, obs.prior_failures
     args: dict = {"unit": unit, "by": by}
     if unit == "system":
@@ -634,7 +583,7 @@ def first_failure_survival(
     tracking began enter late (left truncation); nodes never failing are
     right-censored at decommission or the end of data.
     """
-    obs = observe_store(
+    obs = observe(
         events,
         assets,
         window_end=window_end,
@@ -711,7 +660,7 @@ def checkpoint_plan_by_system(
     doi:10.1016/j.future.2004.11.016). Counting each node record instead
     would charge one outage of the whole system as many interruptions.
     """
-    obs = observe_store(
+    obs = observe(
         events,
         assets,
         window_end=window_end,

@@ -192,6 +192,17 @@ def _open_tables(db: str) -> dict[str, pl.DataFrame]:
         return store_tables(store)
 
 
+def _say_empty_inventories(sources: pl.DataFrame, basis: str) -> None:
+    """Warn when an assets file loaded nothing, so exposure came from elsewhere."""
+    empty = sources.filter((pl.col("kind") == "assets") & (pl.col("n_loaded") == 0))
+    for row in empty.iter_rows(named=True):
+        _progress(
+            f"warning: assets file {row['path']} loaded no rows "
+            f"({row['n_rejected']} rejected; `relkit rejects --db DB --source "
+            f"{row['path']}` says why), so time at risk is {basis}"
+        )
+
+
 def _say_exclusions(obs_excluded: pl.DataFrame) -> None:
     """Name the failures left out of every window, by reason, on stderr."""
     if obs_excluded.height == 0:
@@ -238,11 +249,13 @@ def _window(args: argparse.Namespace) -> tuple[datetime | None, datetime | None]
 
 
 def _cmd_mtbf(args: argparse.Namespace) -> int:
-    from relkit.answers import mtbf_of, observe_store
+    from relkit.answers import mtbf_of
+    from relkit.observation import observe
 
     start, end = _window(args)
-    obs = observe_store(
-        **_open_tables(args.db),
+    tables = _open_tables(args.db)
+    obs = observe(
+        **tables,
         window_start=start,
         window_end=end,
         window_min=args.window_min,
@@ -257,6 +270,7 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
         min_exposure_h=args.min_exposure_h,
     )
     _say_exclusions(obs.excluded)
+    _say_empty_inventories(tables["sources"], obs.exposure_basis)
     if obs.n_no_wall_time:
         _progress(
             f"{obs.n_no_wall_time} event(s) have no wall time and are not counted "

@@ -722,6 +722,8 @@ def split_by(
     by: Sequence[str],
     assets: pl.DataFrame,
     events: pl.DataFrame | None = None,
+    *,
+    attributes: Sequence[str] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Split grouping columns into unit attributes and failure attributes.
 
@@ -736,6 +738,9 @@ def split_by(
     events : pl.DataFrame, optional
         The events table; its columns, plus ``root_cause``/``sub_cause``
         derived from ``failure_mode``, are failure attributes.
+    attributes : sequence of str, optional
+        The keys of ``attrs`` when already known (e.g.
+        :attr:`Observation.attributes`); read from ``assets`` otherwise.
 
     Returns
     -------
@@ -750,7 +755,7 @@ def split_by(
         fleet's exposure.
     """
     per_device = "device" in assets.columns and assets["device"].is_not_null().any()
-    attr_keys = _attr_keys(assets)
+    attr_keys = list(attributes) if attributes is not None else _attr_keys(assets)
     unit_cols = {"system", "host", *attr_keys} | ({"device"} if per_device else set())
     event_cols = set(FAILURE_ATTRIBUTES) | {"category"}
     if events is not None:

@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from relkit import _html, answers, charts, checkpoint, survival
+from relkit.observation import observe
 from relkit.store import Store
 
 __all__ = ["ReportAssumptions", "run_demo", "write_report"]
@@ -175,7 +176,7 @@ def _write_report(
     st = answers.store_tables(store)
     events, assets, sources = st["events"], st["assets"], st["sources"]
     rejects = store.table("rejects")
-    obs = answers.observe_store(**st)
+    obs = observe(**st)
     end = obs.observed_until
     sections: list[tuple[str, str]] = []
     tables: dict[str, pl.DataFrame] = {}

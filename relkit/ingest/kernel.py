@@ -31,10 +31,10 @@ from relkit.ingest._common import (
     ingest,
 )
 from relkit.ingest._kernel_classify import (
-    classify_numbered,
-    split_framing,
     classify_lines,
+    classify_numbered,
     link_context,
+    split_framing,
 )
 from relkit.ingest._kernel_read import LineFrames, clock_columns, file_host
 from relkit.ingest._kernel_spans import EARLIEST, LATEST, log_spans
