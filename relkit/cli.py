@@ -271,6 +271,8 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
     )
     _say_exclusions(obs.excluded)
     _say_empty_inventories(tables["sources"], obs.exposure_basis)
+    for note in obs.notes:
+        _progress(f"warning: {note}")
     if obs.n_no_wall_time:
         _progress(
             f"{obs.n_no_wall_time} event(s) have no wall time and are not counted "

@@ -389,6 +389,7 @@ def failure_records(
     window_min: float | None = None,
     flap_debounce_min: float = 5.0,
     failure_modes: pl.DataFrame | None = None,
+    sources: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Fold raw log signals into failure incidents; keep other records as they are.
 
@@ -407,8 +408,14 @@ def failure_records(
         Link transitions of one port within this many minutes are one incident.
     failure_modes : pl.DataFrame, optional
         The store's ``failure_modes`` table (``failure_mode``,
-        ``counts_as_failure``): modes a normalised events file declared that
-        do not count as failures are left out.
+        ``counts_as_failure``): rows of a mode that their own file declared
+        not to count as a failure are left out (another file's rows of the
+        same mode, which declared nothing, still count).
+    sources : pl.DataFrame, optional
+        The store's ``sources`` table: which file declared which modes
+        (``declared_modes`` in its options) and which files are logs (kinds
+        ``kernel``, ``nvsmi``). Without it, every event of a taxonomy mode is
+        taken as a log signal.
 
     Returns
     -------
@@ -426,18 +433,40 @@ def failure_records(
 
     if "flags" not in events.columns:
         events = events.with_columns(flags=pl.lit(None, dtype=pl.String))
+    has_sources = sources is not None and sources.height > 0
     if failure_modes is not None and failure_modes.height:
-        declared = failure_modes.filter(
+        not_counted = failure_modes.filter(
             ~pl.col("failure_mode").is_in(FAILURE_MODES["failure_mode"].implode())
             & (pl.col("counts_as_failure") == False)  # noqa: E712
-        )["failure_mode"]
-        if declared.len():
-            events = events.filter(~pl.col("failure_mode").is_in(declared.implode()))
+        ).select("failure_mode")
+        if not_counted.height and has_sources:
+            declared = (
+                sources.select(  # type: ignore[union-attr]
+                    pl.col("source_id").cast(events.schema["source_id"]),
+                    failure_mode=pl.col("options")
+                    .str.json_path_match("$.declared_modes")
+                    .str.json_decode(pl.List(pl.String)),
+                )
+                .explode("failure_mode")
+                .join(not_counted, on="failure_mode", how="semi")
+            )
+            events = events.join(
+                declared, on=["source_id", "failure_mode"], how="anti"
+            )
+        elif not_counted.height:
+            events = events.join(not_counted, on="failure_mode", how="anti")
     folded_before = pl.col("flags").fill_null("").str.contains(INCIDENT_FLAG)
     known = (
         pl.col("failure_mode").is_in(FAILURE_MODES["failure_mode"].implode())
         & ~folded_before
     )
+    if has_sources and "kind" in sources.columns:  # type: ignore[union-attr]
+        # a normalised events file may name taxonomy modes: its rows are
+        # records (one failure each), not log lines to fold
+        logs = sources.filter(  # type: ignore[union-attr]
+            pl.col("kind").is_in(["kernel", "nvsmi"])
+        )["source_id"].cast(events.schema["source_id"])
+        known = known & pl.col("source_id").is_in(logs.implode())
     raw = events.filter(known)
     records = events.filter(~known)
     if window_min is not None:
@@ -800,8 +829,10 @@ def service_windows(
     assets : pl.DataFrame
         The store's ``assets`` table (one row per service window).
     observed_until : pl.DataFrame
-        ``source_id, observed_until_ts, basis``: the end of data of each assets
-        file's open-ended units.
+        ``source_id, observed_until_ts, basis, cap_declared``: the end of
+        data of each assets file's open-ended units, and whether it also
+        ends windows with a declared removal (a file that is both records
+        and inventory, as LANL's).
     first_records : pl.DataFrame
         ``host, first_ts``: the first record of each host (entry of units whose
         install date is unknown) and ``host = None`` for the fleet's first.
@@ -830,6 +861,7 @@ def service_windows(
                 pl.col("source_id").cast(assets.schema["source_id"]),
                 "observed_until_ts",
                 "basis",
+                "cap_declared",
             ),
             on="source_id",
             how="left",
@@ -852,10 +884,15 @@ def service_windows(
         _lit_ts(start),
     )
     data_end = _lit_ts(end) if end is not None else pl.col("observed_until_ts")
-    leave = pl.min_horizontal(pl.coalesce("out_of_service_ts", data_end), data_end)
+    # a declared removal is honoured; only a window end, or the last record of
+    # a file that is itself the inventory (LANL), cuts it short
+    cap = pl.when(pl.col("cap_declared")).then(data_end).otherwise(_lit_ts(end))
+    leave = pl.min_horizontal(pl.coalesce("out_of_service_ts", data_end), cap)
     basis = (
         pl.when(declared_out & (pl.col("out_of_service_ts") <= data_end))
         .then(pl.lit("out_of_service_ts"))
+        .when(declared_out & ~pl.col("cap_declared") & (end is None))
+        .then(pl.lit("out_of_service_ts, after the end of data"))
         .when(pl.lit(end is not None))
         .then(pl.lit("window_end"))
         .otherwise(pl.col("basis"))
@@ -874,7 +911,7 @@ def service_windows(
     )
     for key in attributes:
         w = w.with_columns(pl.col("attrs").str.json_path_match(f"$.{key}").alias(key))
-    return w.drop("_host_first", "observed_until_ts", "basis")
+    return w.drop("_host_first", "observed_until_ts", "basis", "cap_declared")
 
 
 def exposure_by(
@@ -1189,6 +1226,23 @@ def to_service_clock(
     return units, moved
 
 
+def _notes(windows: pl.DataFrame) -> list[str]:
+    """Say which declared removals lie after the end of the failure data."""
+    late = windows.filter(
+        pl.col("exit_basis") == "out_of_service_ts, after the end of data"
+    )
+    if late.height == 0:
+        return []
+    first = late.sort("out_of_service_ts").row(-1, named=True)
+    return [
+        f"{late['host'].n_unique()} unit(s) are counted at risk to a declared "
+        f"out_of_service_ts after the last record of the failure data, e.g. "
+        f"{first['host']} to {_fmt(first['out_of_service_ts'])}: if that removal "
+        "is planned, or failures were not recorded until then, declare where "
+        "observation ends (--window-end; library: window_end=)"
+    ]
+
+
 @dataclass(frozen=True)
 class Observation:
     """The observation model applied to one store: what was at risk, and when.
@@ -1215,6 +1269,9 @@ class Observation:
         Failures of units in service before their observation began (before
         tracking, or before ``window_start``): not counted, but the last of
         them is the origin of the unit's first observed gap.
+    notes : tuple of str
+        What a reader should know about the time at risk, in words (e.g.
+        declared removals after the last record of the failure data).
     attributes : tuple of str
         Asset attributes (keys of ``attrs``) available for grouping.
     """
@@ -1227,6 +1284,7 @@ class Observation:
     n_no_wall_time: int
     attributes: tuple[str, ...]
     prior_failures: pl.DataFrame
+    notes: tuple[str, ...] = ()
 
     def exposure(
         self,
@@ -1342,13 +1400,17 @@ def _observed_until(
     assets: pl.DataFrame,
     collected: pl.DataFrame,
     host_spans: pl.DataFrame,
+    kinds: pl.DataFrame,
 ) -> pl.DataFrame:
-    """End of data per assets file.
+    """End of data per assets file, and whether it caps declared removals.
 
-    Its ``--as-of``; else the latest collection time of the file itself (its
-    records, or for an inventory its latest removal date: a removal is
-    recorded after it happened) and of the sources that name its hosts
-    (events, logs); else of every other source of the store.
+    Its ``--as-of``; else the latest collection time (``--as-of`` or last
+    record) of the file's own records and of the sources that name its hosts
+    (events, logs); else of every other source of the store. An inventory's
+    dates are not a collection time (a removal may be planned, in the
+    future), so an inventory (kind ``assets``) keeps its declared removals
+    exactly (``cap_declared`` false); a file that is both records and
+    inventory (LANL) ends every window at its last record.
     """
     own = collected.select(
         "source_id",
@@ -1370,11 +1432,6 @@ def _observed_until(
             _rel_basis=pl.col("_basis").sort_by("_last").last(),
         )
     )
-    inventory = (
-        assets.group_by("source_id")
-        .agg(_inv=pl.col("out_of_service_ts").max())
-        .cast({"source_id": pl.Int32})
-    )
     asset_ids = set(assets["source_id"].drop_nulls().to_list())
     others = collected.filter(~pl.col("source_id").is_in(list(asset_ids)))
     any_last = others["last_ts"].max() if others.height else None
@@ -1387,10 +1444,13 @@ def _observed_until(
         .join(
             collected.select("source_id", _self="last_ts"), on="source_id", how="left"
         )
-        .join(inventory, on="source_id", how="left")
-        .with_columns(_self=pl.coalesce("_self", "_inv"))
+        .join(kinds, on="source_id", how="left")
         .select(
             "source_id",
+            # a file whose records are also events is records and inventory
+            cap_declared=pl.when(pl.col("kind").is_not_null())
+            .then(pl.col("kind") != "assets")
+            .otherwise(pl.col("_self").is_not_null()),
             observed_until_ts=pl.coalesce(
                 "_own",
                 pl.max_horizontal("_rel", "_self"),
@@ -1470,7 +1530,7 @@ def observe(
     collected = collection_times(sources, events)
     spans = _host_spans(events, log_spans, sources)
     failures = failure_records(
-        events, window_min=window_min, failure_modes=failure_modes
+        events, window_min=window_min, failure_modes=failure_modes, sources=sources
     )
     assumed = assets.height == 0
     if assumed:
@@ -1496,15 +1556,22 @@ def observe(
                 "source_id": [None],
                 "observed_until_ts": [None],
                 "basis": [ASSUMED_BASIS],
+                "cap_declared": [True],
             },
             schema={
                 "source_id": pl.Int32,
                 "observed_until_ts": UTC_DTYPE,
                 "basis": pl.String,
+                "cap_declared": pl.Boolean,
             },
         )
     else:
-        until = _observed_until(assets, collected, spans)
+        kinds = (
+            sources.select(pl.col("source_id").cast(pl.Int32), "kind")
+            if sources is not None and "kind" in sources.columns
+            else pl.DataFrame(schema={"source_id": pl.Int32, "kind": pl.String})
+        )
+        until = _observed_until(assets, collected, spans, kinds)
     open_units = assets.filter(pl.col("out_of_service_ts").is_null())
     if end is None and open_units.height:
         missing = open_units.join(
@@ -1585,4 +1652,5 @@ def observe(
         n_no_wall_time=n_no_wall,
         attributes=attributes,
         prior_failures=_with_cause(prior),
+        notes=tuple(_notes(windows)),
     )

@@ -216,7 +216,8 @@ def _write_report(
             "failures (log lines folded into incidents); "
             f"{assets.height:,} assets rows, exposure basis: "
             f"{overall['exposure_basis']}; {rejects.height:,} rejected input lines. "
-            f"Observation ends {end}.{excluded_note}</p>",
+            f"Observation ends {end}.{excluded_note}</p>"
+            + "".join(f"<p>Note: {n}.</p>" for n in obs.notes),
         )
     )
     sections.append(

@@ -133,14 +133,57 @@ def test_ref_declared_window_end_is_applied_and_extends_open_units(
 def test_open_units_run_to_the_collection_time_not_the_last_failure(
     tmp_path: Path,
 ) -> None:
-    """Without a declared end, open-ended units run to the end of data: here the
-    inventory's own latest date (g1 leaves Jan 31), not the failure on Jan 10.
-    g1 720 h, g2 Jan 1 → Jan 31 720 h, g3 Jan 25 → Jan 31 144 h = 1,584 h."""
+    """Without a declared end, open-ended units run to the end of data: the
+    events file's collection time. With no --as-of that is its last record
+    (Jan 10): g1 720 h (declared), g2 Jan 1 → 10 216 h, g3 enters after it
+    (0 h): 936 h, 2 units. With `ingest --as-of 2020-01-31T00:00Z` on the
+    events file: 720 + 720 + 144 = 1,584 h, 3 units."""
     db = _store(tmp_path, {"assets": JAN_ASSETS, "events": JAN_EVENTS})
     row = answers.mtbf_by(**_tables(db)).row(0, named=True)
-    assert row["exposure_h"] == pytest.approx(1_584)
-    assert row["observed_until"] == datetime(2020, 1, 31, tzinfo=UTC)
+    assert (row["n_units"], row["exposure_h"]) == (2, pytest.approx(936))
     assert "open-ended units to the last record" in row["exposure_basis"]
+    (tmp_path / "asof").mkdir()
+    db = tmp_path / "asof" / "s.duckdb"
+    with Store(db) as store:
+        for kind, text in (("assets", JAN_ASSETS), ("events", JAN_EVENTS)):
+            path = tmp_path / "asof" / f"{kind}.csv"
+            path.write_text(text, encoding="utf-8")
+            as_of = datetime(2020, 1, 31, tzinfo=UTC) if kind == "events" else None
+            read_file(store, path, kind=kind, tz="UTC", as_of=as_of)
+    row = answers.mtbf_by(**_tables(db)).row(0, named=True)
+    assert (row["n_units"], row["exposure_h"]) == (3, pytest.approx(1_584))
+    assert row["observed_until"] == datetime(2020, 1, 31, tzinfo=UTC)
+
+
+def test_a_planned_removal_does_not_stretch_other_units(tmp_path: Path) -> None:
+    """Break-it review: x3 is due out on 2026-06-30; the events end on Jan 31
+    2025. A declared removal is honoured (issue 9 §1): x3 keeps Jan 1 2025 →
+    Jun 30 2026 (13,080 h), with a note that it lies after the data's end;
+    x1 and x2, still in service, run to the data's end only: 2 × 720 h (not
+    13,080 h each). --window-end Jan 31 gives 3 × 720 h."""
+    assets = (
+        "host,in_service_ts,out_of_service_ts\n"
+        "x1,2025-01-01T00:00Z,\n"
+        "x2,2025-01-01T00:00Z,\n"
+        "x3,2025-01-01T00:00Z,2026-06-30T00:00Z\n"
+    )
+    events = (
+        "ts,host,failure_mode\n"
+        "2025-01-20T00:00Z,x1,host/mce\n"
+        "2025-01-31T00:00Z,x2,host/mce\n"
+    )
+    db = _store(tmp_path, {"assets": assets, "events": events})
+    obs = observe(**_tables(db))
+    hours = dict(obs.windows.select("host", "exposure_h").iter_rows())
+    assert hours == {"x1": 720.0, "x2": 720.0, "x3": 13_080.0}
+    # the declared removal after the data's end is honoured, and said
+    (note,) = obs.notes
+    assert note.startswith("1 unit(s) are counted at risk to a declared")
+    assert "x3 to 2026-06-30T00:00Z" in note
+    assert "--window-end" in note
+    end = datetime(2025, 1, 31, tzinfo=UTC)
+    row = answers.mtbf_by(**_tables(db), window_end=end).row(0, named=True)
+    assert row["exposure_h"] == pytest.approx(3 * 30 * 24)
 
 
 def test_ref_store_with_assets_and_no_failures(
@@ -667,3 +710,41 @@ def test_one_store_one_answer_on_the_bundled_simulated_run(
     assert cli["mtbf_h"] == pytest.approx(library["mtbf_h"], rel=1e-12)
     assert report_mtbf == pytest.approx(cli["mtbf_h"], rel=1e-12)
     assert cli["n_failures"] == library["n_failures"] == report["n_failures"].sum()
+
+
+def test_a_files_declaration_covers_its_own_rows_only(tmp_path: Path) -> None:
+    """Break-it review: e6 declares `hardware/gpu_hbm` not a failure (its own
+    row); e1, ingested after it and declaring nothing, has 3 rows of the same
+    mode, which count (a mode outside the taxonomy defaults to a failure)."""
+    db = tmp_path / "s.duckdb"
+    files = {
+        "e6": "ts,host,failure_mode,counts_as_failure\n"
+        "2025-03-20T00:00Z,g09,hardware/gpu_hbm,false\n",
+        "e1": MARCH_EVENTS.replace("gpu/hbm_uncorrectable", "hardware/gpu_hbm"),
+    }
+    with Store(db) as store:
+        path = tmp_path / "assets.csv"
+        path.write_text(MARCH_ASSETS, encoding="utf-8")
+        read_file(store, path, kind="assets", tz="UTC")
+        for name, text in files.items():
+            path = tmp_path / f"{name}.csv"
+            path.write_text(text, encoding="utf-8")
+            read_file(store, path, kind="events", tz="UTC")
+    assert answers.mtbf_by(**_tables(db))["n_failures"].to_list() == [3]
+
+
+def test_records_with_taxonomy_mode_names_are_not_folded(tmp_path: Path) -> None:
+    """Break-it review: a normalised events file naming a taxonomy mode
+    (host/mce) is records, one failure each: n00 at 00:00, 00:05, 00:12 and
+    n01 at 00:05 are 4 failures (MTBF 11,520 / 4 = 2,880 h), not 2 incidents;
+    with --window-min 10 they fold as log lines do (gaps of 5 and 7 min chain
+    n00's three into one incident), n01 apart: 2."""
+    events = "ts,host,failure_mode\n" + "".join(
+        f"2025-03-04T00:{m:02d}Z,{h},host/mce\n"
+        for h, m in (("g00", 0), ("g00", 5), ("g00", 12), ("g01", 5))
+    )
+    tables = _tables(_store(tmp_path, {"assets": MARCH_ASSETS, "events": events}))
+    row = answers.mtbf_by(**tables).row(0, named=True)
+    assert (row["n_failures"], row["mtbf_h"]) == (4, pytest.approx(2_880))
+    folded = answers.mtbf_by(**tables, window_min=10).row(0, named=True)
+    assert folded["n_failures"] == 2
