@@ -495,6 +495,14 @@ def _tbf(
         .filter(pl.col("observed") | (pl.col("stop_h") > pl.col("entry_h")))
         .sort([*by, "unit_id", "origin", "gap_index"], nulls_last=True)
     )
+    # a unit with no known start that entered observation at a failure (its
+    # first record) has no time observed before it: no gap to measure
+    at_entry = ~pl.col("origin_known") & (pl.col("stop_h") <= 0)
+    excluded(
+        gaps.filter(at_entry),
+        "first gap of a unit that entered observation at this failure",
+    )
+    gaps = gaps.filter(~at_entry)
     table = gaps.select(
         *by, "unit_id", "entry_h", "stop_h", "observed", "gap_index", "origin_known"
     )

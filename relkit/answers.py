@@ -221,6 +221,14 @@ def mtbf_of(
     if not unit_by and at_risk.height == 0:
         at_risk = pl.DataFrame({"n_units": [0], "exposure_h": [0.0]})
     failures = obs.failures
+    n_no_device = 0
+    if "device" in unit_by:
+        # node-level failures (no GPU of the inventory named) belong to no
+        # device's row; they count in node-level answers
+        devices = obs.windows.select("host", "device").unique()
+        on_device = failures.join(devices, on=["host", "device"], how="semi")
+        n_no_device = failures.height - on_device.height
+        failures = on_device
     for col in unit_by:
         if col in failures.columns and col in at_risk.columns:
             failures = failures.with_columns(pl.col(col).cast(at_risk.schema[col]))
@@ -254,6 +262,14 @@ def mtbf_of(
         )
         .otherwise(pl.lit(None, dtype=pl.String))
     )
+    if n_no_device:
+        note = (
+            f"{n_no_device} node-level failure(s) name no GPU of the inventory "
+            "and are in no device's row (they count per node: --unit node)"
+        )
+        warning = pl.concat_str(
+            [warning, pl.lit(note)], separator="; ", ignore_nulls=True
+        )
     # each group is observed until the latest exit of its units' windows
     until = obs.windows.filter(pl.col("exposure_h") > 0)
     if unit_by:
@@ -427,6 +443,15 @@ def _tbf_tables(
     failures, prior = obs.failures, obs.prior_failures
     args: dict = {"unit": unit, "by": by}
     if unit == "system":
+        unit_by, _ = split_by(by, obs.windows, obs.failures, attributes=obs.attributes)
+        if bad := [c for c in unit_by if c != "system"]:
+            msg = (
+                f"cannot group the system's time between failures by {bad}: a "
+                "system's outages span its nodes. Group by system and failure "
+                "attributes, or use per-node gaps (--unit node; library: "
+                "unit='node')."
+            )
+            raise SchemaError(msg)
         event_by = [c for c in by if c != "system"]
         keys = ["system", *event_by]
         failures = system_incidents(failures, by=keys)

@@ -243,7 +243,8 @@ def _window(args: argparse.Namespace) -> tuple[datetime | None, datetime | None]
     start = _parse_instant(getattr(args, "window_start", None), "--window-start")
     end = _parse_instant(getattr(args, "window_end", None), "--window-end")
     if start is not None and end is not None and start >= end:
-        msg = f"--window-start {start} is not before --window-end {end}; swap them"
+        fix = "give a later end" if start == end else "swap them"
+        msg = f"--window-start {start} is not before --window-end {end}; {fix}"
         raise RelkitError(msg)
     return start, end
 
@@ -269,6 +270,20 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
         gpus_per_node=args.gpus_per_node,
         min_exposure_h=args.min_exposure_h,
     )
+    if obs.windows["exposure_h"].sum() == 0:
+        first = (
+            tables["assets"]
+            .select(pl.coalesce("in_service_ts", "observed_from_ts").min())
+            .item()
+        )
+        last = tables["events"]["ts"].max()
+        window = f" in the window [{start}, {end})" if start or end else ""
+        msg = (
+            f"no unit was at risk{window}: units enter service from {first}, and "
+            f"the failure data ends at {last}. Choose a window that overlaps "
+            "them, or check the assets' dates."
+        )
+        raise RelkitError(msg)
     _say_exclusions(obs.excluded)
     _say_empty_inventories(tables["sources"], obs.exposure_basis)
     for note in obs.notes:
@@ -611,7 +626,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--gpus-per-node",
         type=int,
         default=8,
-        help="GPUs per host when assets leave it empty or there are none (default 8)",
+        help="GPUs per host when there are no assets (hosts from the logs; "
+        "default 8); an assets file without a gpus column was given 8 at ingest",
     )
     p.add_argument(
         "--unit",

@@ -450,9 +450,7 @@ def failure_records(
                 .explode("failure_mode")
                 .join(not_counted, on="failure_mode", how="semi")
             )
-            events = events.join(
-                declared, on=["source_id", "failure_mode"], how="anti"
-            )
+            events = events.join(declared, on=["source_id", "failure_mode"], how="anti")
         elif not_counted.height:
             events = events.join(not_counted, on="failure_mode", how="anti")
     folded_before = pl.col("flags").fill_null("").str.contains(INCIDENT_FLAG)
@@ -1040,15 +1038,35 @@ def place_failures(
     per_device = windows["device"].is_not_null().any()
     keys = ["host", "device"] if per_device else ["host"]
     timed = timed.with_row_index("_fid")
+    removed = (
+        pl.col("exit_basis").fill_null("").str.starts_with("out_of_service_ts")
+        if "exit_basis" in windows.columns
+        else pl.lit(True)
+    )
     spans = windows.select(
         *keys,
         _in=pl.col("in_service_ts"),
         _from="observed_from_ts",
         _to="out_of_service_ts",
+        _by_removal=removed,
     )
     pairs = timed.select("_fid", *keys, "ts").join(
         spans, on=keys, how="inner", nulls_equal=True
     )
+    if per_device:
+        # a failure naming no GPU of the inventory (a node-level fault, or a
+        # device the inventory does not list) is judged by its node's windows
+        matched = pairs["_fid"].unique().implode()
+        pairs = pl.concat(
+            [
+                pairs,
+                timed.filter(~pl.col("_fid").is_in(matched))
+                .select("_fid", "host", "ts")
+                .join(spans.drop("device"), on="host", how="inner")
+                .with_columns(device=pl.lit(None, dtype=pl.String))
+                .select(pairs.columns),
+            ]
+        )
     inside = pairs.filter(
         (pl.col("ts") >= pl.col("_from")) & (pl.col("ts") <= pl.col("_to"))
     )["_fid"].unique()
@@ -1061,6 +1079,7 @@ def place_failures(
         _first_in=pl.col("_in").min(),
         _first_from=pl.col("_from").min(),
         _last_to=pl.col("_to").max(),
+        _removed=pl.col("_by_removal").sort_by("_to").last(),
         _n=pl.len(),
     )
     out = out.join(known, on="_fid", how="left")
@@ -1081,19 +1100,55 @@ def place_failures(
                 pl.col("_first_from").dt.strftime("%Y-%m-%dT%H:%MZ"),
             )
         )
-        .when(pl.col("ts") > pl.col("_last_to"))
+        .when((pl.col("ts") > pl.col("_last_to")) & pl.col("_removed"))
         .then(
             pl.format(
                 "after the unit left service ({})",
                 pl.col("_last_to").dt.strftime("%Y-%m-%dT%H:%MZ"),
             )
         )
+        .when(pl.col("ts") > pl.col("_last_to"))
+        .then(
+            pl.format(
+                "after the end of observation ({})",
+                pl.col("_last_to").dt.strftime("%Y-%m-%dT%H:%MZ"),
+            )
+        )
         .otherwise(pl.lit("between two service windows of the unit"))
     )
     excluded = out.with_columns(reason=reason).drop(
-        "_fid", "_first_in", "_first_from", "_last_to", "_n"
+        "_fid", "_first_in", "_first_from", "_last_to", "_removed", "_n"
     )
     return kept.drop("_fid"), excluded
+
+
+def _window_attributes(
+    failures: pl.DataFrame, windows: pl.DataFrame, attributes: Sequence[str]
+) -> pl.DataFrame:
+    """Give each failure the attributes of the window it happened in.
+
+    A unit may move (another rack, another batch) between windows, so the
+    attributes come from the window holding the failure, not the unit's first.
+    """
+    per_device = windows["device"].is_not_null().any()
+    keys = ["host", "device"] if per_device else ["host"]
+    spans = windows.select(
+        *keys, "observed_from_ts", "out_of_service_ts", *attributes
+    ).with_row_index("_wid")
+    tagged = failures.drop(*[a for a in attributes if a in failures.columns])
+    tagged = tagged.with_row_index("_kid")
+    match = (
+        tagged.select("_kid", *keys, "ts")
+        .join(spans, on=keys, how="inner", nulls_equal=True)
+        .filter(
+            (pl.col("ts") >= pl.col("observed_from_ts"))
+            & (pl.col("ts") <= pl.col("out_of_service_ts"))
+        )
+        .sort("_kid", "_wid")
+        .unique("_kid", keep="first")
+        .select("_kid", *attributes)
+    )
+    return tagged.join(match, on="_kid", how="left").drop("_kid")
 
 
 def _with_cause(failures: pl.DataFrame) -> pl.DataFrame:
@@ -1211,10 +1266,18 @@ def to_service_clock(
         ],
         how="diagonal_relaxed",
     ).with_row_index("_fid")
+    # a failure before the first window (a unit whose install date is unknown,
+    # failing before tracking began) sits before the clock's zero
+    before_first = pl.col("prior") & (pl.col("_w") == 0) & (pl.col("ts") < pl.col("_s"))
     placed = (
-        both.select("_fid", "host", "ts")
-        .join(w.select("host", "_s", "_offset", _e="out_of_service_ts"), on="host")
-        .filter((pl.col("ts") >= pl.col("_s")) & (pl.col("ts") <= pl.col("_e")))
+        both.select("_fid", "host", "ts", "prior")
+        .join(
+            w.select("host", "_s", "_offset", "_w", _e="out_of_service_ts"), on="host"
+        )
+        .filter(
+            ((pl.col("ts") >= pl.col("_s")) & (pl.col("ts") <= pl.col("_e")))
+            | before_first
+        )
         .group_by("_fid")
         .agg(_clock=(pl.col("_offset") + _hours(pl.col("ts"), pl.col("_s"))).first())
     )
@@ -1545,10 +1608,21 @@ def observe(
             raise InsufficientDataError(msg)
     else:
         _check_overlaps(assets)
-    assets = assets.with_columns(pl.col("system").fill_null(UNASSIGNED))
+    # a unit whose assets row names no system takes the one its events name
+    named = (
+        failures.filter(pl.col("host").is_not_null() & pl.col("system").is_not_null())
+        .group_by("host")
+        .agg(_event_system=pl.col("system").sort().first())
+    )
+    assets = (
+        assets.join(named, on="host", how="left")
+        .with_columns(pl.coalesce("system", "_event_system").alias("system"))
+        .drop("_event_system")
+    )
     failures = _fill_system(failures, assets).with_columns(
         pl.col("system").fill_null(UNASSIGNED)
     )
+    assets = assets.with_columns(pl.col("system").fill_null(UNASSIGNED))
     attributes = tuple(_attr_keys(assets))
     if assumed:
         until = pl.DataFrame(
@@ -1587,8 +1661,9 @@ def observe(
                 f"{missing['host'].n_unique()} unit(s) are still in service "
                 f"(out_of_service_ts empty, e.g. {hosts}) but no source says when "
                 "data collection ended, so their time at risk has no end. Declare "
-                "it: --window-end 2025-01-01T00:00Z (library: window_end=), or "
-                "ingest the inventory with --as-of."
+                "when it ended: --window-end YYYY-MM-DDTHH:MMZ (library: "
+                "window_end=), or ingest the inventory with --as-of "
+                "YYYY-MM-DDTHH:MMZ."
             )
             raise InsufficientDataError(msg)
     firsts = pl.concat(
@@ -1626,9 +1701,8 @@ def observe(
         how="diagonal_relaxed",
     ).join(windows.select("host").unique(), on="host", how="semi")
     kept = _with_cause(kept)
-    host_attrs = windows.select("host", *attributes).unique("host", keep="first")
     if attributes:
-        kept = kept.join(host_attrs, on="host", how="left")
+        kept = _window_attributes(kept, windows, attributes)
     if end is not None:
         observed_until, basis = end, "assets: open-ended units to --window-end"
     elif assumed:

@@ -183,11 +183,16 @@ def _write_report(
 
     progress("MTBF by system and by root cause")
     by_system = _natural_sort(
-        answers.mtbf_of(obs, by=["system"], confidence=a.confidence), "system"
+        answers.mtbf_of(obs, by=["system"], confidence=a.confidence, unit="node"),
+        "system",
     )
-    by_cause = answers.mtbf_of(obs, by=["root_cause"], confidence=a.confidence)
+    by_cause = answers.mtbf_of(
+        obs, by=["root_cause"], confidence=a.confidence, unit="node"
+    )
     tables |= {"mtbf_by_system": by_system, "mtbf_by_root_cause": by_cause}
-    overall = answers.mtbf_of(obs, confidence=a.confidence).row(0, named=True)
+    overall = answers.mtbf_of(obs, confidence=a.confidence, unit="node").row(
+        0, named=True
+    )
     excluded = obs.excluded
     if excluded.height:
         tables["excluded_failures"] = excluded

@@ -748,3 +748,73 @@ def test_records_with_taxonomy_mode_names_are_not_folded(tmp_path: Path) -> None
     assert (row["n_failures"], row["mtbf_h"]) == (4, pytest.approx(2_880))
     folded = answers.mtbf_by(**tables, window_min=10).row(0, named=True)
     assert folded["n_failures"] == 2
+
+
+def test_a_failure_takes_the_attributes_of_its_window(tmp_path: Path) -> None:
+    """Break-it review: h2 sits in rack r1 Jan 1–11 and in r2 Jan 11–21; its
+    failure on Jan 15 belongs to r2. r1: 0 failures over 240 h, r2: 1 over
+    240 h."""
+    assets = (
+        "host,in_service_ts,out_of_service_ts,rack\n"
+        "h2,2025-01-01T00:00Z,2025-01-11T00:00Z,r1\n"
+        "h2,2025-01-11T00:00Z,2025-01-21T00:00Z,r2\n"
+    )
+    events = "ts,host,failure_mode\n2025-01-15T00:00Z,h2,hardware/gpu_hbm\n"
+    tables = _tables(_store(tmp_path, {"assets": assets, "events": events}))
+    out = answers.mtbf_by(**tables, by=["rack"])
+    assert out.select("rack", "n_failures", "exposure_h").rows() == [
+        ("r1", 0, 240.0),
+        ("r2", 1, 240.0),
+    ]
+
+
+def test_units_without_install_date_in_survival(tmp_path: Path) -> None:
+    """Break-it review. u1: no install date, tracked from Jan 10, failures on
+    Jan 5 (before tracking: the origin) and Jan 20: first gap entry 120 h
+    (Jan 5 → 10), stop 360 h (Jan 5 → 20), then 264 h censored (Jan 20 → 31).
+    u3: no dates at all; its first record is its Jan 15 failure, so it enters
+    there: no gap before it (excluded, said), then 384 h censored."""
+    assets = "host,in_service_ts,observed_from_ts\nu1,,2025-01-10T00:00Z\nu3,,\n"
+    events = (
+        "ts,host,failure_mode\n"
+        "2025-01-05T00:00Z,u1,hardware/gpu_hbm\n"
+        "2025-01-20T00:00Z,u1,hardware/gpu_hbm\n"
+        "2025-01-15T00:00Z,u3,hardware/gpu_hbm\n"
+    )
+    tables = _tables(_store(tmp_path, {"assets": assets, "events": events}))
+    end = datetime(2025, 1, 31, tzinfo=UTC)
+    table = answers.time_between_failures(**tables, unit="node", window_end=end)
+    assert table.select("unit_id", "entry_h", "stop_h", "observed").rows() == [
+        ("u1", 120.0, 360.0, True),
+        ("u1", 0.0, 264.0, False),
+        ("u3", 0.0, 384.0, False),
+    ]
+    fits = answers.survival_by(**tables, unit="node", window_end=end)
+    assert fits["n_excluded"].to_list() == [2]  # u1's Jan 5 and u3's Jan 15
+
+
+def test_node_level_failures_on_per_gpu_assets(tmp_path: Path) -> None:
+    """Break-it review: per-GPU assets of nodes g1 and g2, all Jan 1–11 (2025).
+    Failures: g1/0 Jan 3, g1/1 Jan 4, g2 with no device Jan 5 (a memory UE),
+    g2 device 0000:ff:00 (not in the inventory) Jan 8. Per node (the time any
+    GPU of the node serves): 2 × 240 h, 4 failures, MTBF 120 h. By device the
+    two node-level failures are in no device's row, and the row says so."""
+    assets = "host,in_service_ts,out_of_service_ts,device\n" + "".join(
+        f"{h},2025-01-01T00:00Z,2025-01-11T00:00Z,{d}\n"
+        for h in ("g1", "g2")
+        for d in ("0000:3b:00", "0000:5d:00")
+    )
+    events = (
+        "ts,host,failure_mode,device\n"
+        "2025-01-03T00:00Z,g1,gpu/hbm_uncorrectable,0000:3b:00\n"
+        "2025-01-04T00:00Z,g1,gpu/hbm_uncorrectable,0000:5d:00\n"
+        "2025-01-05T00:00Z,g2,host/memory_ue,\n"
+        "2025-01-08T00:00Z,g2,gpu/hbm_uncorrectable,0000:ff:00\n"
+    )
+    tables = _tables(_store(tmp_path, {"assets": assets, "events": events}))
+    node = answers.mtbf_by(**tables, unit="node").row(0, named=True)
+    assert (node["n_units"], node["n_failures"], node["n_excluded"]) == (2, 4, 0)
+    assert node["mtbf_h"] == pytest.approx(120)
+    by_device = answers.mtbf_by(**tables, by=["host", "device"])
+    assert by_device["n_failures"].sum() == 2
+    assert "2 node-level failure(s) name no GPU" in by_device["warning"][0]
