@@ -10,9 +10,11 @@ module is its one home (DESIGN.md §1a).
 - A unit is at risk over each of its windows, from
   ``max(in_service_ts, observed_from_ts, window_start)`` to
   ``min(out_of_service_ts, window_end, end of data)``.
-- An explicit ``out_of_service_ts`` is honoured exactly. A declared
-  ``window_end`` clips every window and extends open-ended ones to it (the
-  user says they watched until then).
+- An explicit ``out_of_service_ts`` of an inventory is honoured exactly, even
+  after the end of data (and then said in :attr:`Observation.notes`); a file
+  that is both records and inventory (LANL) ends every window at its last
+  record. A declared ``window_end`` clips every window and extends open-ended
+  ones to it (the user says they watched until then).
 - Without a declared end, an open-ended unit runs to the *end of data*: the
   collection time of the sources that speak about its fleet (an ``--as-of``
   given at ingest, else the last line of the logs or the last record of the
@@ -1703,7 +1705,10 @@ def observe(
     kept = _with_cause(kept)
     if attributes:
         kept = _window_attributes(kept, windows, attributes)
-    if end is not None:
+    if end is not None and not assumed and open_units.height == 0:
+        observed_until = end
+        basis = "assets: every unit's declared service window, within --window-end"
+    elif end is not None:
         observed_until, basis = end, "assets: open-ended units to --window-end"
     elif assumed:
         observed_until, basis = windows["out_of_service_ts"].max(), ASSUMED_BASIS
