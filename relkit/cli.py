@@ -608,7 +608,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("mtbf", help="MTBF per group with exact chi-square bounds")
     _add_db(p)
-    p.add_argument("--by", help="comma-separated grouping, e.g. system,root_cause")
+    p.add_argument(
+        "--by",
+        help="comma-separated grouping: system, host, any assets column (rack, "
+        "batch, ...), device (per-GPU assets) and failure attributes "
+        "(failure_mode, root_cause, code, ...), e.g. system,root_cause",
+    )
     p.add_argument(
         "--confidence", type=float, default=0.9, help="two-sided level (default 0.9)"
     )
