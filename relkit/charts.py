@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_ROWS",
     "THEME_NAME",
+    "enable_offline_rendering",
     "enable_theme",
     "ettr_chart",
     "events_timeline_chart",
@@ -68,6 +69,45 @@ def _theme() -> dict[str, Any]:
             "range": {"category": {"scheme": "tableau10"}},
         }
     }
+
+
+def enable_offline_rendering(fmt: str = "svg") -> PluginEnabler:
+    """Render Altair charts in notebooks as static images, with no network.
+
+    Altair's default output loads Vega from a CDN (jsDelivr), so a notebook
+    opened offline, or exported to HTML, shows blank charts. The ``svg`` and
+    ``png`` renderers draw the chart in-process with vl-convert and embed the
+    image in the output, so it shows wherever the notebook is opened.
+
+    Parameters
+    ----------
+    fmt : {"svg", "png"}, default "svg"
+        The image format of notebook outputs.
+
+    Returns
+    -------
+    altair.utils.plugin_registry.PluginEnabler
+        Altair's enabler; usable as a context manager to restore the previous
+        renderer on exit.
+
+    Raises
+    ------
+    ValueError
+        If ``fmt`` is neither ``"svg"`` nor ``"png"``.
+
+    Examples
+    --------
+    >>> import altair as alt
+    >>> with enable_offline_rendering():
+    ...     alt.renderers.active
+    'svg'
+    """
+    import altair as alt
+
+    if fmt not in ("svg", "png"):
+        msg = f"fmt must be 'svg' or 'png' (rendered offline), found {fmt!r}"
+        raise ValueError(msg)
+    return alt.renderers.enable(fmt)
 
 
 def enable_theme() -> PluginEnabler:

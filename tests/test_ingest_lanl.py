@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,11 +31,11 @@ def utc(*args: int) -> datetime:
 
 @pytest.fixture(scope="module")
 def lanl() -> tuple[Store, float]:
+    # the ingest's speed is measured in bench/run.py (ingest_lanl, as a ratio
+    # against a plain DuckDB read), never asserted here
     store = Store(":memory:")
-    start = time.perf_counter()
     read_lanl(store, relkit.datasets.path("lanl"))
-    elapsed = time.perf_counter() - start
-    yield store, elapsed
+    yield store, 0.0
     store.close()
 
 
@@ -52,10 +51,6 @@ def assets(lanl: tuple[Store, float]) -> pl.DataFrame:
         .table("assets")
         .with_columns(inferred=pl.col("attrs").str.contains('"inferred": true'))
     )
-
-
-def test_ingest_is_fast(lanl: tuple[Store, float]) -> None:
-    assert lanl[1] < 10.0
 
 
 def test_ref_every_record_loaded_or_rejected(lanl: tuple[Store, float]) -> None:
