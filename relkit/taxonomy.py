@@ -8,10 +8,51 @@ unknown / info), whether an incident of the mode counts as a failure for MTBF, a
 the matching row of the Llama 3 interruption table (:data:`LLAMA3_TABLE5`), so that
 incident counts can be printed in the paper's shape (:func:`table5_shape`).
 
-The Xid meanings quoted in the descriptions are those of NVIDIA's Xid catalogue
-("Xid Errors", https://docs.nvidia.com/deploy/xid-errors/).
+The Xid catalogue, whole
+------------------------
+Every code of NVIDIA's Xid catalogue for Ampere and newer GPUs ("Analyzing Xid
+Errors with the Xid Catalog", :data:`XID_CATALOGUE_SOURCE`, spreadsheet
+``Xid-Catalog.xlsx``) has a failure mode: the catalogue lists 172 codes (1-172),
+109 of them in use and 63 marked "Unused" (deprecated, or Volta and older). The
+catalogue's facts (code, mnemonic, short name, the two resolution buckets and
+the A100/H100/B100/GB200 applicability) are kept as data in ``xid_catalogue.csv``
+next to this module, read into :data:`XID_CATALOGUE`; the version relkit
+transcribed is :data:`XID_CATALOGUE_VERSION` (the newest driver release the
+catalogue names, R575 / CUDA 12.9, for Xid 143, 160 and 161).
+
+The catalogue's *immediate* resolution bucket decides the category and whether
+the code counts as a failure (:data:`XID_BUCKET_RULE`):
+
+- ``IGNORE`` -> ``info``, not a failure (e.g. 43, 63, 92, 137);
+- ``RESTART_APP`` -> ``user`` (the application), not a hardware failure
+  (e.g. 13, 31, 68, 69, 94);
+- ``RESET_GPU``, ``RESTART_BM``, ``WORKFLOW_XID_48``, ``WORKFLOW_NVLINK_ERR``,
+  ``WORKFLOW_NVLINK5_ERR``, ``CONTACT_SUPPORT``, ``CHECK_MECHANICALS`` ->
+  ``hardware``, counted (e.g. 79, 48, 109, 74, 143, 147, 61, 54);
+- ``WORKFLOW_XID_45``, ``XID_154`` and ``CHECK_UVM`` (Xid 159, whose
+  investigatory bucket is ``SYMPATHETIC_REPORT_SOLO``; a reset only where UVM
+  or vGPU is used) -> ``info``: sympathetic, folded into the root incident of
+  the same GPU (:mod:`relkit.incidents`), not a failure;
+- ``UPDATE_SWFW`` (78, vGPU start) and ``RESTART_VM`` (151, key rotation) ->
+  ``software``, not a hardware failure: a driver/firmware or VM action fixes it.
+
+Eleven codes (162-172) have no bucket in the catalogue; relkit decides them
+(:data:`XID_NO_BUCKET_MODES`): 162-165 power-smoothing circuitry state and
+lifetime -> ``info``; 166 and 170 (confidential-computing NVLink) ->
+``software``; 168 (errors in the write-protected region, reduced memory) ->
+``info`` precursor; 167 PCIe fatal timeout -> hardware, as the GPU lost on PCIe;
+169 SEC2 micro-controller halt -> hardware, as 62; 171 and 172 (uncorrectable
+DRAM / SRAM, "additional to Xid 48") -> hardware, as the Xid 48 they detail.
+
+Every mode's codes agree on category and counts-as-failure (a test holds it).
+A code outside the catalogue (e.g. Xid 999) is ``gpu/unknown_xid``: kept,
+category ``unknown``, not counted as a failure unless asked
+(``relkit mtbf --count-unknown-xid``). The Xid meanings in the descriptions
+are the catalogue's short names.
 """
 
+import io
+from importlib.resources import files
 from typing import Any
 
 import polars as pl
@@ -27,7 +68,12 @@ __all__ = [
     "NOT_IN_TABLE5",
     "SEVERITIES",
     "STATED_SEVERITY",
+    "XID_BUCKET_RULE",
+    "XID_CATALOGUE",
+    "XID_CATALOGUE_SOURCE",
+    "XID_CATALOGUE_VERSION",
     "XID_MODES",
+    "XID_NO_BUCKET_MODES",
     "failure_mode_info",
     "mode_for_xid",
     "table5_shape",
@@ -44,31 +90,107 @@ CATEGORIES = (
     "info",
 )
 
-#: Xid code -> failure mode, for every code the taxonomy names (NVIDIA Xid catalogue).
-XID_MODES: dict[int, str] = {
-    79: "gpu/fallen_off_bus",
-    48: "gpu/hbm_uncorrectable",
-    94: "gpu/hbm_uncorrectable",
-    95: "gpu/hbm_uncorrectable",
-    140: "gpu/hbm_uncorrectable",
-    64: "gpu/hbm_uncorrectable",
+#: Where the Xid catalogue of :data:`XID_CATALOGUE` was read.
+XID_CATALOGUE_SOURCE = (
+    "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html "
+    "(spreadsheet https://docs.nvidia.com/deploy/xid-errors/Xid-Catalog.xlsx)"
+)
+
+#: The catalogue version transcribed: its codes and the newest driver release it
+#: names (Xid 143, 160, 161: "CUDA 12.9; GPU driver R575"; the page carries no
+#: revision number of its own).
+XID_CATALOGUE_VERSION = "Xid 1-172, GPU driver R575 / CUDA 12.9"
+
+#: The catalogue's immediate resolution bucket -> (category, counts_as_failure).
+XID_BUCKET_RULE: dict[str, tuple[str, bool]] = {
+    "IGNORE": ("info", False),
+    "RESTART_APP": ("user", False),
+    "RESET_GPU": ("hardware", True),
+    "RESTART_BM": ("hardware", True),
+    "WORKFLOW_XID_48": ("hardware", True),
+    "WORKFLOW_NVLINK_ERR": ("hardware", True),
+    "WORKFLOW_NVLINK5_ERR": ("hardware", True),
+    "CONTACT_SUPPORT": ("hardware", True),
+    "CHECK_MECHANICALS": ("hardware", True),
+    "WORKFLOW_XID_45": ("info", False),
+    "XID_154": ("info", False),
+    "CHECK_UVM": ("info", False),
+    "UPDATE_SWFW": ("software", False),
+    "RESTART_VM": ("software", False),
+}
+
+# the mode of a bucket's codes, unless _XID_COMPONENT names a closer one
+_BUCKET_MODE = {
+    "IGNORE": "gpu/informational",
+    "RESTART_APP": "gpu/application_error",
+    "RESET_GPU": "gpu/reset_required",
+    "RESTART_BM": "gpu/fallen_off_bus",
+    "WORKFLOW_XID_48": "gpu/hbm_uncorrectable",
+    "WORKFLOW_NVLINK_ERR": "gpu/nvlink",
+    "WORKFLOW_NVLINK5_ERR": "gpu/nvlink",
+    "CONTACT_SUPPORT": "gpu/contact_support",
+    "CHECK_MECHANICALS": "gpu/power_mechanical",
+    "WORKFLOW_XID_45": "gpu/sympathetic",
+    "XID_154": "gpu/sympathetic",
+    "CHECK_UVM": "gpu/sympathetic",
+    "UPDATE_SWFW": "gpu/driver_software",
+    "RESTART_VM": "gpu/driver_software",
+}
+
+# codes whose component is known; each mode agrees with the code's bucket rule
+_XID_COMPONENT = {
+    **dict.fromkeys((46, 109, 158), "gpu/hang"),
+    **dict.fromkeys((61, 62, 119, 120), "gpu/gsp_firmware"),
+    **dict.fromkeys((64, 95, 140), "gpu/hbm_uncorrectable"),
+    **dict.fromkeys((136, 155), "gpu/nvlink"),
+    143: "gpu/fallen_off_bus",
+    **dict.fromkeys((63, 92, 121, 157), "gpu/precursor"),
+    94: "gpu/contained_memory_error",
+}
+
+#: Codes the catalogue gives no resolution bucket -> the mode relkit decides.
+XID_NO_BUCKET_MODES: dict[int, str] = {
+    **dict.fromkeys((162, 163, 164, 165), "gpu/power_smoothing"),
+    **dict.fromkeys((166, 170), "gpu/driver_software"),
+    167: "gpu/fallen_off_bus",
+    168: "gpu/precursor",
+    169: "gpu/gsp_firmware",
     171: "gpu/hbm_uncorrectable",
     172: "gpu/sram_uncorrectable",
-    119: "gpu/gsp_firmware",
-    120: "gpu/gsp_firmware",
-    62: "gpu/gsp_firmware",
-    74: "gpu/nvlink",
-    136: "gpu/nvlink",
-    **dict.fromkeys(range(144, 151), "gpu/nvlink"),
-    46: "gpu/hang",
-    109: "gpu/hang",
-    13: "gpu/application_error",
-    31: "gpu/application_error",
-    43: "gpu/application_error",
-    45: "gpu/sympathetic",
-    154: "gpu/sympathetic",
-    63: "gpu/precursor",
-    92: "gpu/precursor",
+}
+
+
+def _read_catalogue() -> pl.DataFrame:
+    """Read ``xid_catalogue.csv`` (shipped inside the package) into a frame."""
+    data = files("relkit").joinpath("xid_catalogue.csv").read_bytes()
+    flags = ("a100", "h100", "b100", "gb200")
+    raw = pl.read_csv(
+        io.BytesIO(data),
+        schema={
+            "code": pl.Int64,
+            "mnemonic": pl.String,
+            "name": pl.String,
+            "resolution_bucket": pl.String,
+            "investigatory_bucket": pl.String,
+            **dict.fromkeys(flags, pl.String),
+        },
+    )
+    return raw.with_columns(
+        (pl.col(f) == "YES").alias(f"applies_{f}") for f in flags
+    ).drop(flags)
+
+
+_CATALOGUE_FACTS = _read_catalogue()
+
+#: Xid code -> failure mode, for every code of NVIDIA's Xid catalogue
+#: (:data:`XID_CATALOGUE`); any other code is ``gpu/unknown_xid``.
+XID_MODES: dict[int, str] = {
+    code: (
+        XID_NO_BUCKET_MODES[code]
+        if bucket is None
+        else _XID_COMPONENT.get(code, _BUCKET_MODE[bucket])
+    )
+    for code, bucket in _CATALOGUE_FACTS.select("code", "resolution_bucket").iter_rows()
 }
 
 _UNKNOWN_XID = "gpu/unknown_xid"
@@ -86,7 +208,10 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "'The NVIDIA GPU <pci>' ... 'fallen off the bus' over several lines) and "
         "GPUs missing at boot: 'RmInitAdapter failed!', 'rm_init_adapter failed', "
         "'GPU does not have the necessary power cables connected' and, for the "
-        "whole host, 'None of the NVIDIA devices were initialized'.",
+        "whole host, 'None of the NVIDIA devices were initialized'. Also Xid "
+        "143 GPU initialization error (RESET_GPU) and Xid 167 PCIe fatal "
+        "timeout (no bucket in the catalogue; relkit counts it as a GPU lost "
+        "on PCIe). Xid 79's bucket is RESTART_BM.",
     ),
     (
         "gpu/hbm_uncorrectable",
@@ -94,10 +219,11 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "hardware",
         True,
         "GPU HBM3 Memory",
-        "Uncorrectable GPU DRAM (HBM) errors: Xid 48 double-bit ECC error, 94 "
-        "contained ECC error, 95 uncontained ECC error, 140 unrecovered ECC error, "
-        "64 ECC page retirement or row-remapper recording failure, 171 "
-        "uncorrectable DRAM error.",
+        "Uncorrectable GPU DRAM (HBM) errors: Xid 48 double-bit ECC error "
+        "(WORKFLOW_XID_48), 95 uncontained memory error, 140 ECC unrecovered "
+        "error, 64 memory remapping failure (RESET_GPU), 171 uncorrectable DRAM "
+        "error (no bucket: it details the Xid 48 it accompanies). Xid 94, a "
+        "contained error, is gpu/contained_memory_error (RESTART_APP).",
     ),
     (
         "gpu/sram_uncorrectable",
@@ -105,8 +231,8 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "hardware",
         True,
         "GPU SRAM Memory",
-        "Xid 172 'Uncorrectable SRAM error' (on-chip SRAM, reported in addition "
-        "to Xid 48).",
+        "Xid 172 uncorrectable SRAM error (on-chip SRAM; no bucket in the "
+        "catalogue: it details the Xid 48 it accompanies, counted as that is).",
     ),
     (
         "gpu/gsp_firmware",
@@ -115,7 +241,9 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         True,
         "GPU System Processor",
         "GPU System Processor and firmware: Xid 119 GSP RPC timeout, 120 GSP "
-        "error, 62 internal micro-controller halt.",
+        "error, 62 internal micro-controller halt (RESET_GPU); 61 PMU "
+        "breakpoint ('Unused' on Ampere and newer, CONTACT_SUPPORT); 169 SEC2 "
+        "micro-controller halt (no bucket; counted as 62).",
     ),
     (
         "gpu/nvlink",
@@ -123,8 +251,11 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "hardware",
         True,
         "Faulty GPU",
-        "NVLink errors: Xid 74 NVLink error, 136 link training failed, 144-150 "
-        "NVLink5 unit errors (SAW, RLW, TLW, TREX, NVLPW_CTRL, NETIR, MSE).",
+        "NVLink errors: Xid 74 NVLink error (WORKFLOW_NVLINK_ERR), 136 link "
+        "training failed, 155 NVLink SW-defined error (RESET_GPU; the catalogue "
+        "notes intentional link downs raise it too), 144-150 NVLink5 unit "
+        "errors SAW, RLW, TLW, TREX, NVLPW_CTRL, NETIR, MSE "
+        "(WORKFLOW_NVLINK5_ERR; relkit does not decode their sub-units).",
     ),
     (
         "gpu/hang",
@@ -132,7 +263,9 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "hardware",
         True,
         "Faulty GPU",
-        "GPU hang: Xid 46 GPU stopped processing, 109 context switch timeout.",
+        "GPU hang (RESET_GPU): Xid 46 GPU stopped processing, 109 context "
+        "switch timeout, 158 GPU fatal timeout. Counted even right after an "
+        "application Xid on the same GPU (relkit.incidents).",
     ),
     (
         "gpu/application_error",
@@ -140,9 +273,12 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "user",
         False,
         None,
-        "Caused by the application, never counted as hardware: Xid 13 graphics "
-        "engine exception, 31 GPU memory page fault, 43 GPU stopped processing "
-        "(channel reset by the driver after a user fault).",
+        "The catalogue's RESTART_APP codes: the application is restarted, "
+        "never counted as hardware. Xid 13 graphics engine exception, 31 GPU "
+        "memory page fault, 8, 11, 25, 32, 69, 80 push-buffer and class errors, "
+        "39-41, 70-72, 75-77, 85, 126-135 copy engines, 60, 68, 82-84, 86, 88, "
+        "89, 96-105, 139 video/JPEG/optical-flow engines. Xid 43 was here "
+        "before issue 10; its bucket is IGNORE, so it is gpu/informational.",
     ),
     (
         "gpu/sympathetic",
@@ -152,8 +288,9 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         None,
         "Follows another error: Xid 45 preemptive clean-up after a previous error "
         "(catalogue: 'Solo: RESTART_FM / Not Solo: IGNORE (follow other Xid)'), "
-        "154 GPU recovery action changed. Folded into the root incident of the "
-        "same GPU; alone it is an info incident.",
+        "154 GPU recovery action changed (XID_154), 159 CHI non-data error "
+        "(CHECK_UVM, investigatory SYMPATHETIC_REPORT_SOLO). Folded into the "
+        "root incident of the same GPU; alone it is an info incident.",
     ),
     (
         "gpu/precursor",
@@ -161,8 +298,82 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "info",
         False,
         None,
-        "Warnings usable as covariates: Xid 63 ECC page retirement or row "
-        "remapping recording event, 92 high single-bit ECC error rate.",
+        "Warnings usable as covariates (IGNORE): Xid 63 memory remapping "
+        "event, 92 high single-bit ECC error rate, 121 corrected C2C link "
+        "errors, 157 resource retirement failure; 168 errors in the "
+        "write-protected region (no bucket; memory capacity reduced).",
+    ),
+    (
+        "gpu/contained_memory_error",
+        "GPU HBM",
+        "user",
+        False,
+        None,
+        "Xid 94 contained memory error: the catalogue's bucket is RESTART_APP "
+        "(one application ends, the GPU keeps serving; investigatory 'IGNORE "
+        "(sympathetic)'). Not a hardware failure by the bucket: the memory "
+        "error itself counts through its Xid 48/64. Was gpu/hbm_uncorrectable "
+        "before issue 10.",
+    ),
+    (
+        "gpu/reset_required",
+        "GPU",
+        "hardware",
+        True,
+        "Faulty GPU",
+        "Other RESET_GPU codes: Xid 110 security fault, 156 resource retirement "
+        "event (the retirement takes effect at the reset).",
+    ),
+    (
+        "gpu/contact_support",
+        "GPU",
+        "hardware",
+        True,
+        "Faulty GPU",
+        "CONTACT_SUPPORT codes: the 'Unused' codes of the catalogue (deprecated, "
+        "or Volta and older GPUs) and 142 NVENC3 error. Counted by the bucket; "
+        "61 is gpu/gsp_firmware.",
+    ),
+    (
+        "gpu/power_mechanical",
+        "GPU power/seating",
+        "hardware",
+        True,
+        "Faulty GPU",
+        "CHECK_MECHANICALS: Xid 54 auxiliary power not connected to the GPU "
+        "board (seating and cables to be checked).",
+    ),
+    (
+        "gpu/informational",
+        "GPU",
+        "info",
+        False,
+        None,
+        "The catalogue's IGNORE codes without a closer mode: Xid 14 injected "
+        "error, 37, 38 driver firmware error, 43 GPU stopped processing (a user "
+        "fault; the GPU stays healthy; gpu/application_error before issue 10), "
+        "44, 66, 67, 93, 106-108, 137 NVLink privilege error (XID_137_FLOW), "
+        "141, 152, 153, 160, 161.",
+    ),
+    (
+        "gpu/power_smoothing",
+        "GPU power smoothing",
+        "info",
+        False,
+        None,
+        "Xid 162-165 power-smoothing circuitry re-engaged, disengaged, low and "
+        "zero lifetime (no bucket in the catalogue; state and wear, not an "
+        "outage).",
+    ),
+    (
+        "gpu/driver_software",
+        "GPU driver/firmware",
+        "software",
+        False,
+        None,
+        "Fixed by software, not hardware: Xid 78 vGPU start error "
+        "(UPDATE_SWFW), 151 key rotation error (RESTART_VM), 166 and 170 "
+        "confidential-computing NVLink errors (no bucket).",
     ),
     (
         "gpu/row_remap_failure",
@@ -186,9 +397,10 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         _UNKNOWN_XID,
         "GPU",
         "unknown",
-        True,
+        False,
         None,
-        "Any Xid code the taxonomy does not name; kept, never dropped.",
+        "Any Xid code outside NVIDIA's catalogue (XID_CATALOGUE); kept, never "
+        "dropped, not counted unless asked (relkit mtbf --count-unknown-xid).",
     ),
     (
         "nvswitch/sxid",
@@ -264,7 +476,8 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "hardware",
         True,
         "System Memory",
-        "EDAC uncorrected or machine-check uncorrected memory errors.",
+        "EDAC uncorrected or machine-check uncorrected memory errors, and the "
+        "kernel's 'Memory failure: 0x...: recovery action for ...' lines.",
     ),
     (
         "host/mce",
@@ -272,7 +485,54 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "hardware",
         True,
         "CPU",
-        "Other machine-check exceptions (CPU).",
+        "Machine-check records that are uncorrected (MCi_STATUS bit 61 UC set, "
+        "'Machine Check Exception', or Uncorrected/Fatal/PANIC wording) and "
+        "'Kernel panic - not syncing: Fatal machine check'.",
+    ),
+    (
+        "host/mce_notice",
+        "CPU",
+        "info",
+        False,
+        None,
+        "'mce: [Hardware Error]: Machine check events logged': a notice that "
+        "records were logged; the EDAC / machine-check lines around it decide.",
+    ),
+    (
+        "host/mce_corrected",
+        "CPU",
+        "info",
+        False,
+        None,
+        "A machine-check record whose MCi_STATUS UC bit (61) is clear: a "
+        "corrected error, counted, not a failure.",
+    ),
+    (
+        "host/ghes_fatal",
+        "host (firmware-first)",
+        "hardware",
+        True,
+        None,
+        "APEI GHES '{N}[Hardware Error]: event severity: fatal': the firmware "
+        "reports a fatal hardware error (the host panics).",
+    ),
+    (
+        "host/ghes_nonfatal",
+        "host (firmware-first)",
+        "info",
+        False,
+        None,
+        "APEI GHES event severity corrected, recoverable or info: no failure "
+        "(a recoverable memory error is counted by its 'Memory failure' line).",
+    ),
+    (
+        "network/link_down_at_boot",
+        "NIC port",
+        "info",
+        False,
+        None,
+        "A link down within the first minutes after boot on a port not yet up "
+        "(flag boot_time): port bring-up, not an outage.",
     ),
 ]
 
@@ -288,6 +548,35 @@ FAILURE_MODES: pl.DataFrame = pl.DataFrame(
         "description": pl.String,
     },
     orient="row",
+)
+
+#: NVIDIA's Xid catalogue, one row per code (1-172, :data:`XID_CATALOGUE_VERSION`,
+#: :data:`XID_CATALOGUE_SOURCE`): ``code``, ``mnemonic``, ``name`` (the short
+#: name), ``resolution_bucket`` (immediate action; null where the catalogue has
+#: none), ``investigatory_bucket``, ``failure_mode``, ``category``,
+#: ``counts_as_failure`` (from the mode, :data:`XID_BUCKET_RULE`) and
+#: ``applies_a100``, ``applies_h100``, ``applies_b100``, ``applies_gb200``.
+XID_CATALOGUE: pl.DataFrame = (
+    _CATALOGUE_FACTS.with_columns(
+        failure_mode=pl.col("code").replace_strict(XID_MODES, return_dtype=pl.String)
+    )
+    .join(
+        FAILURE_MODES.select("failure_mode", "category", "counts_as_failure"),
+        on="failure_mode",
+        how="left",
+        maintain_order="left",
+    )
+    .select(
+        "code",
+        "mnemonic",
+        "name",
+        "resolution_bucket",
+        "investigatory_bucket",
+        "failure_mode",
+        "category",
+        "counts_as_failure",
+        pl.col("^applies_.*$"),
+    )
 )
 
 #: The severity vocabulary of events, lowest first: ``info`` (a state change or
@@ -309,6 +598,13 @@ MODE_SEVERITY: dict[str, str] = {
     "gpu/application_error": "error",
     "gpu/sympathetic": "info",
     "gpu/precursor": "warning",
+    "gpu/contained_memory_error": "error",
+    "gpu/reset_required": "error",
+    "gpu/contact_support": "error",
+    "gpu/power_mechanical": "error",
+    "gpu/informational": "info",
+    "gpu/power_smoothing": "warning",
+    "gpu/driver_software": "error",
     "gpu/row_remap_failure": "critical",
     "gpu/counter_reset": "info",
     _UNKNOWN_XID: "error",
@@ -322,6 +618,11 @@ MODE_SEVERITY: dict[str, str] = {
     "host/memory_ce": "warning",
     "host/memory_ue": "error",
     "host/mce": "error",
+    "host/mce_notice": "info",
+    "host/mce_corrected": "warning",
+    "host/ghes_fatal": "fatal",
+    "host/ghes_nonfatal": "warning",
+    "network/link_down_at_boot": "info",
 }
 
 #: Severity words printed inside NVIDIA Xid / SXid lines (lower case, without
@@ -387,8 +688,9 @@ def mode_for_xid(code: int | str) -> str:
     Returns
     -------
     str
-        The mode of :data:`XID_MODES`; ``"gpu/unknown_xid"`` for any other code
-        (kept, never dropped).
+        The mode of :data:`XID_MODES` (every code of NVIDIA's catalogue,
+        :data:`XID_CATALOGUE`); ``"gpu/unknown_xid"`` for any other code (kept,
+        never dropped, not counted as a failure by default).
 
     Raises
     ------
@@ -398,13 +700,15 @@ def mode_for_xid(code: int | str) -> str:
 
     References
     ----------
-    .. [1] NVIDIA, "Xid Errors" (Xid catalogue),
-       https://docs.nvidia.com/deploy/xid-errors/
+    .. [1] NVIDIA, "Analyzing Xid Errors with the Xid Catalog",
+       https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html
 
     Examples
     --------
     >>> mode_for_xid(79), mode_for_xid("45"), mode_for_xid(147), mode_for_xid(999)
     ('gpu/fallen_off_bus', 'gpu/sympathetic', 'gpu/nvlink', 'gpu/unknown_xid')
+    >>> mode_for_xid(68), mode_for_xid(137), mode_for_xid(165)
+    ('gpu/application_error', 'gpu/informational', 'gpu/power_smoothing')
     >>> mode_for_xid("sxid:20009")
     Traceback (most recent call last):
     ...
@@ -449,9 +753,9 @@ def failure_mode_info(mode: str) -> dict[str, Any]:
 
     Examples
     --------
-    >>> info = failure_mode_info("gpu/application_error")
+    >>> info = failure_mode_info("gpu/hang")
     >>> info["category"], info["counts_as_failure"], info["xid_codes"]
-    ('user', False, [13, 31, 43])
+    ('hardware', True, [46, 109, 158])
     >>> failure_mode_info("gpu/xid79")
     Traceback (most recent call last):
     ...

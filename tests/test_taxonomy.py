@@ -13,23 +13,31 @@ from relkit.taxonomy import (
     NOT_IN_TABLE5,
     SEVERITIES,
     STATED_SEVERITY,
+    XID_BUCKET_RULE,
+    XID_CATALOGUE,
+    XID_CATALOGUE_SOURCE,
+    XID_CATALOGUE_VERSION,
     XID_MODES,
+    XID_NO_BUCKET_MODES,
     failure_mode_info,
     mode_for_xid,
     table5_shape,
 )
 
-#: The contract table of issue 3 §2 ("Signals and the taxonomy"), code by code.
+#: Issue 3 §2's contract codes, as issue 10 §1 (the whole catalogue, its bucket
+#: deciding) leaves them: 94 (RESTART_APP) and 43 (IGNORE) moved out.
 CONTRACT_XIDS = {
     "gpu/fallen_off_bus": [79],
-    "gpu/hbm_uncorrectable": [48, 94, 95, 140, 64, 171],
+    "gpu/hbm_uncorrectable": [48, 95, 140, 64, 171],
     "gpu/sram_uncorrectable": [172],
     "gpu/gsp_firmware": [119, 120, 62],
     "gpu/nvlink": [74, 136, 144, 145, 146, 147, 148, 149, 150],
     "gpu/hang": [46, 109],
-    "gpu/application_error": [13, 31, 43],
+    "gpu/application_error": [13, 31],
     "gpu/sympathetic": [45, 154],
     "gpu/precursor": [63, 92],
+    "gpu/contained_memory_error": [94],
+    "gpu/informational": [43],
 }
 
 #: failure_mode -> (category, counts_as_failure, llama3_row), from the contract.
@@ -43,7 +51,15 @@ CONTRACT_ROWS = {
     "gpu/application_error": ("user", False, None),
     "gpu/sympathetic": ("info", False, None),
     "gpu/precursor": ("info", False, None),
-    "gpu/unknown_xid": ("unknown", True, None),
+    "gpu/unknown_xid": ("unknown", False, None),  # issue 10 §1: not by default
+    # issue 10 §1: modes of the rest of NVIDIA's Xid catalogue
+    "gpu/contained_memory_error": ("user", False, None),
+    "gpu/reset_required": ("hardware", True, "Faulty GPU"),
+    "gpu/contact_support": ("hardware", True, "Faulty GPU"),
+    "gpu/power_mechanical": ("hardware", True, "Faulty GPU"),
+    "gpu/informational": ("info", False, None),
+    "gpu/power_smoothing": ("info", False, None),
+    "gpu/driver_software": ("software", False, None),
     # nvidia-smi -q signals (issue 3 §1): the RMA signal counts, a reset never does
     "gpu/row_remap_failure": ("hardware", True, "GPU HBM3 Memory"),
     "gpu/counter_reset": ("info", False, None),
@@ -57,6 +73,12 @@ CONTRACT_ROWS = {
     "host/memory_ce": ("info", False, None),
     "host/memory_ue": ("hardware", True, "System Memory"),
     "host/mce": ("hardware", True, "CPU"),
+    # issue 10 §2: notices, corrected records and boot-time link downs never count
+    "host/mce_notice": ("info", False, None),
+    "host/mce_corrected": ("info", False, None),
+    "host/ghes_fatal": ("hardware", True, None),
+    "host/ghes_nonfatal": ("info", False, None),
+    "network/link_down_at_boot": ("info", False, None),
 }
 
 
@@ -71,13 +93,25 @@ def test_ref_every_contract_xid_maps_to_its_mode(code: int, mode: str) -> None:
     assert mode_for_xid(str(code)) == mode
 
 
-def test_ref_xid_modes_has_exactly_the_contract_codes() -> None:
-    """No code outside the contract table is mapped (others are unknown_xid)."""
-    expected = {c for codes in CONTRACT_XIDS.values() for c in codes}
-    assert set(XID_MODES) == expected
+def test_ref_xid_modes_are_the_whole_catalogue() -> None:
+    """Issue 10 §1: every code of the catalogue is mapped, and no other.
+
+    Hand count of the catalogue page (analyzing-xid-catalog.html, "Xids" sheet):
+    codes 1 to 172, one row each; 63 rows have the short name "Unused", 109
+    are in use ("about 110" in the issue). Coverage = mapped / in catalogue.
+    """
+    catalogue = set(XID_CATALOGUE["code"].to_list())
+    assert catalogue == set(range(1, 173))
+    assert XID_CATALOGUE.height == 172
+    assert (XID_CATALOGUE["name"] == "Unused").sum() == 63
+    assert set(XID_MODES) == catalogue
+    coverage = len(catalogue & set(XID_MODES)) / len(catalogue)
+    assert coverage == 1.0
+    assert XID_CATALOGUE["failure_mode"].null_count() == 0
+    assert (XID_CATALOGUE["failure_mode"] != "gpu/unknown_xid").all()
 
 
-@pytest.mark.parametrize("code", [0, 14, 20009, 151, 999])
+@pytest.mark.parametrize("code", [0, 173, 200, 20009, 999])
 def test_ref_unknown_xid_is_kept_as_unknown(code: int) -> None:
     """Issue 3 §2: unknown codes are kept with mode gpu/unknown_xid, not dropped."""
     assert mode_for_xid(code) == "gpu/unknown_xid"
@@ -113,9 +147,10 @@ def test_ref_table5_rows_named_by_taxonomy_exist() -> None:
     assert rows <= set(LLAMA3_TABLE5["component"])
 
 
-@pytest.mark.parametrize("code", [13, 31, 43])
+@pytest.mark.parametrize("code", [13, 31, 68, 69])
 def test_ref_application_errors_never_hardware(code: int) -> None:
-    """Issue 3 §2, C03: Xid 13/31/43 are application-caused, never a failure."""
+    """Issue 3 §2, C03: Xid 13/31 are application-caused, never a failure; the
+    catalogue's RESTART_APP bucket puts 68 (NVDEC0) and 69 (class error) there."""
     info = failure_mode_info(mode_for_xid(code))
     assert info["category"] == "user"
     assert info["category"] != "hardware"
@@ -125,7 +160,7 @@ def test_ref_application_errors_never_hardware(code: int) -> None:
 
 def test_failure_mode_info_lists_codes_and_refuses_unknown() -> None:
     info = failure_mode_info("gpu/nvlink")
-    assert info["xid_codes"] == [74, 136, *range(144, 151)]
+    assert info["xid_codes"] == [74, 136, *range(144, 151), 155]
     assert "NVIDIA" in info["description"] or "Xid" in info["description"]
     assert failure_mode_info("network/link_down")["xid_codes"] == []
     with pytest.raises(SchemaError, match="gpu/fallen_off_bus"):
@@ -251,3 +286,173 @@ def test_ref_boot_failures_are_the_faulty_gpu_row() -> None:
     )
     assert "RmInitAdapter failed!" in info["description"]
     assert "None of the NVIDIA devices were initialized" in info["description"]
+
+
+# -- issue 10 §1: NVIDIA's Xid catalogue, whole --------------------------------
+#: Codes the issue names, with the mode and (category, counts) the catalogue's
+#: immediate bucket gives them (catalogue page, read row by row).
+ISSUE10_CODES = {
+    61: ("gpu/gsp_firmware", "hardware", True),  # Unused, CONTACT_SUPPORT
+    68: ("gpu/application_error", "user", False),  # RESTART_APP
+    69: ("gpu/application_error", "user", False),  # RESTART_APP
+    137: ("gpu/informational", "info", False),  # IGNORE (XID_137_FLOW)
+    143: ("gpu/fallen_off_bus", "hardware", True),  # RESET_GPU
+    155: ("gpu/nvlink", "hardware", True),  # RESET_GPU
+    156: ("gpu/reset_required", "hardware", True),  # RESET_GPU
+    157: ("gpu/precursor", "info", False),  # IGNORE
+    158: ("gpu/hang", "hardware", True),  # RESET_GPU
+    159: ("gpu/sympathetic", "info", False),  # CHECK_UVM
+    160: ("gpu/informational", "info", False),  # IGNORE
+    161: ("gpu/informational", "info", False),  # IGNORE
+    162: ("gpu/power_smoothing", "info", False),  # no bucket
+    163: ("gpu/power_smoothing", "info", False),
+    164: ("gpu/power_smoothing", "info", False),
+    165: ("gpu/power_smoothing", "info", False),
+    166: ("gpu/driver_software", "software", False),  # no bucket, CC mode
+    167: ("gpu/fallen_off_bus", "hardware", True),  # no bucket, PCIe fatal
+    168: ("gpu/precursor", "info", False),  # no bucket
+    169: ("gpu/gsp_firmware", "hardware", True),  # no bucket, as 62
+    170: ("gpu/driver_software", "software", False),  # no bucket, CC mode
+    171: ("gpu/hbm_uncorrectable", "hardware", True),  # no bucket, as Xid 48
+    172: ("gpu/sram_uncorrectable", "hardware", True),  # no bucket, as Xid 48
+}
+
+
+@pytest.mark.parametrize(("code", "expected"), sorted(ISSUE10_CODES.items()))
+def test_ref_issue10_named_codes_map_right(
+    code: int, expected: tuple[str, str, bool]
+) -> None:
+    """Issue 10 §1 names 61, 68, 69, 137, 143 and 155-172 (none mapped before)."""
+    mode, category, counts = expected
+    assert mode_for_xid(code) == mode
+    row = XID_CATALOGUE.filter(pl.col("code") == code).row(0, named=True)
+    assert (row["failure_mode"], row["category"], row["counts_as_failure"]) == (
+        mode,
+        category,
+        counts,
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "bucket", "investigatory"),
+    [
+        (13, "RESTART_APP", "WORKFLOW_XID_13"),
+        (43, "IGNORE", "CONTACT_SUPPORT"),
+        (45, "WORKFLOW_XID_45", "Solo: RESTART_FM Not Solo: IGNORE (follow other Xid)"),
+        (48, "WORKFLOW_XID_48", "WORKFLOW_XID_48"),
+        (79, "RESTART_BM", "CONTACT_SUPPORT"),
+        (94, "RESTART_APP", "IGNORE (sympathetic)"),
+        (109, "RESET_GPU", "CONTACT_SUPPORT"),
+        (137, "IGNORE", "XID_137_FLOW"),
+        (142, "CONTACT_SUPPORT", None),
+        (154, "XID_154", "N/A Informational only regarding another Xid"),
+        (159, "CHECK_UVM", "SYMPATHETIC_REPORT_SOLO"),
+        (162, None, None),
+    ],
+)
+def test_ref_catalogue_keeps_both_buckets(
+    code: int, bucket: str | None, investigatory: str | None
+) -> None:
+    """The catalogue's own buckets are columns, as the page prints them."""
+    row = XID_CATALOGUE.filter(pl.col("code") == code).row(0, named=True)
+    assert row["resolution_bucket"] == bucket
+    assert row["investigatory_bucket"] == investigatory
+
+
+def test_every_mode_agrees_with_the_bucket_rule() -> None:
+    """Each code's (category, counts_as_failure) is its bucket's, and so every
+    mode's codes agree; codes without a bucket take relkit's documented choice."""
+    for row in XID_CATALOGUE.iter_rows(named=True):
+        got = (row["category"], row["counts_as_failure"])
+        bucket = row["resolution_bucket"]
+        if bucket is None:
+            assert row["code"] in XID_NO_BUCKET_MODES
+            assert row["failure_mode"] == XID_NO_BUCKET_MODES[row["code"]]
+        else:
+            assert got == XID_BUCKET_RULE[bucket], row
+    per_mode = XID_CATALOGUE.group_by("failure_mode").agg(
+        pl.col("category").n_unique(), pl.col("counts_as_failure").n_unique()
+    )
+    assert (per_mode["category"] == 1).all()
+    assert (per_mode["counts_as_failure"] == 1).all()
+    # the rule itself, as the issue states it
+    assert XID_BUCKET_RULE["IGNORE"] == ("info", False)
+    assert XID_BUCKET_RULE["RESTART_APP"] == ("user", False)
+    for hard in (
+        "RESET_GPU",
+        "RESTART_BM",
+        "WORKFLOW_XID_48",
+        "WORKFLOW_NVLINK_ERR",
+        "WORKFLOW_NVLINK5_ERR",
+        "CONTACT_SUPPORT",
+        "CHECK_MECHANICALS",
+    ):
+        assert XID_BUCKET_RULE[hard] == ("hardware", True)
+    assert XID_BUCKET_RULE["WORKFLOW_XID_45"] == ("info", False)
+    assert XID_BUCKET_RULE["XID_154"] == ("info", False)
+    assert set(XID_CATALOGUE["resolution_bucket"].drop_nulls()) == set(XID_BUCKET_RULE)
+    # blank in the catalogue: 162-172, hand count 11
+    assert sorted(XID_NO_BUCKET_MODES) == list(range(162, 173))
+
+
+def test_catalogue_version_and_source_are_recorded() -> None:
+    """Issue 10 §1: the taxonomy records the catalogue's version and source."""
+    import relkit.taxonomy as tax
+
+    assert "docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html" in (
+        XID_CATALOGUE_SOURCE
+    )
+    assert "Xid-Catalog.xlsx" in XID_CATALOGUE_SOURCE
+    assert "R575" in XID_CATALOGUE_VERSION
+    assert "1-172" in XID_CATALOGUE_VERSION
+    doc = tax.__doc__ or ""
+    assert "172 codes" in doc
+    assert "R575" in doc
+    assert "XID_CATALOGUE_SOURCE" in doc
+
+
+def test_catalogue_columns_and_applies_flags() -> None:
+    """XID_CATALOGUE's columns; applicability read from the page (Xid 74 NVLink:
+    A100 and H100 only; 121 C2C: GB200 only; 54 aux power: all but GB200)."""
+    assert XID_CATALOGUE.columns[:8] == [
+        "code",
+        "mnemonic",
+        "name",
+        "resolution_bucket",
+        "investigatory_bucket",
+        "failure_mode",
+        "category",
+        "counts_as_failure",
+    ]
+    flags = ["applies_a100", "applies_h100", "applies_b100", "applies_gb200"]
+    assert XID_CATALOGUE.columns[8:] == flags
+
+    def applies(code: int) -> list[bool]:
+        return list(XID_CATALOGUE.filter(pl.col("code") == code).select(flags).row(0))
+
+    assert applies(74) == [True, True, False, False]
+    assert applies(121) == [False, False, False, True]
+    assert applies(54) == [True, True, True, False]
+    row = XID_CATALOGUE.filter(pl.col("code") == 79).row(0, named=True)
+    assert row["mnemonic"] == "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS"
+    assert row["name"] == "GPU has fallen off the bus"
+
+
+def test_catalogue_is_shipped_inside_the_package() -> None:
+    """The data file sits in relkit/ (hatch's wheel ships the package directory,
+    non-.py files included), read with importlib.resources, not a repo path."""
+    from importlib.resources import files
+
+    data = files("relkit").joinpath("xid_catalogue.csv")
+    assert data.is_file()
+    header = data.read_text().splitlines()[0]
+    assert header.startswith("code,mnemonic,name,resolution_bucket")
+    assert "Trigger" not in data.read_text()  # facts only, no trigger prose
+
+
+def test_unknown_xid_is_not_a_failure_by_default() -> None:
+    """Issue 10 §1: a code outside the catalogue (Xid 999) is kept as
+    gpu/unknown_xid, category unknown, not counted."""
+    info = failure_mode_info(mode_for_xid(999))
+    assert info["failure_mode"] == "gpu/unknown_xid"
+    assert (info["category"], info["counts_as_failure"]) == ("unknown", False)
