@@ -135,6 +135,18 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         "last_ts": "TIMESTAMPTZ",
         "n_lines": "BIGINT",
     },
+    # schema 5: nvidia-smi -q snapshots, so later files compare with earlier ones
+    "gpu_snapshots": {
+        "source_id": "INTEGER",
+        "line_no": "BIGINT",
+        "host": "VARCHAR",
+        "device": "VARCHAR",
+        "snapshot_ts": "TIMESTAMPTZ",
+        "block_no": "BIGINT",
+        "ts_flag": "VARCHAR",
+        # JSON {column: [value, line_no]} of the counters and flags read
+        "fields": "VARCHAR",
+    },
     "checkpoints": {
         "source_id": "INTEGER",
         "line_no": "BIGINT",

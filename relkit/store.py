@@ -25,12 +25,13 @@ __all__ = ["SCHEMA_VERSION", "Store", "file_sha256"]
 #: (except the versions in :data:`_UPGRADABLE`, upgraded in place when opened for
 #: writing). 3: job-log columns of ``jobs``, ``job_steps``, ``job_nodes.source_id``.
 #: 4: ``assets.flags``, ``failure_modes.declared_source_id``, table ``log_spans``.
-SCHEMA_VERSION = 4
+#: 5: table ``gpu_snapshots`` (``nvidia-smi -q`` snapshots, compared across files).
+SCHEMA_VERSION = 5
 
 #: Older schema versions an open for writing upgrades in place, by adding the
 #: columns and tables that came later (no row changes: the tables they extend
 #: had no reader before).
-_UPGRADABLE = ("2", "3")
+_UPGRADABLE = ("2", "3", "4")
 
 #: Sort keys, so every table comes out in a fixed order.
 _SORT_KEYS: dict[str, list[str]] = {
@@ -45,6 +46,7 @@ _SORT_KEYS: dict[str, list[str]] = {
     "job_nodes": ["job_id", "attempt", "host", "source_id"],
     "checkpoints": ["run_id", "ts", "source_id", "line_no"],
     "log_spans": ["source_id", "host"],
+    "gpu_snapshots": ["host", "device", "snapshot_ts", "source_id", "block_no"],
 }
 
 
@@ -105,15 +107,16 @@ class Store:
     RelkitError
         If the file is not a DuckDB database, is a DuckDB database of another
         program (tables but no ``relkit_meta``; it is left unchanged), or is a
-        relkit store of another schema version (a version-2 or -3 store opened
-        read-only is refused with how to upgrade it).
+        relkit store of another schema version (a version-2, -3 or -4 store
+        opened read-only is refused with how to upgrade it).
 
     Notes
     -----
-    A store of schema version 2 or 3 opened for writing is upgraded in place to
-    version 4 (the columns and tables added since are created, NULL in old rows:
-    version 3 added the job-log columns and tables; version 4 ``assets.flags``,
-    ``failure_modes.declared_source_id`` and the ``log_spans`` table).
+    A store of schema version 2, 3 or 4 opened for writing is upgraded in place
+    to version 5 (the columns and tables added since are created, NULL in old
+    rows: version 3 added the job-log columns and tables; version 4
+    ``assets.flags``, ``failure_modes.declared_source_id`` and the ``log_spans``
+    table; version 5 the ``gpu_snapshots`` table).
     A store file this object created is removed again when its ``with`` block
     ends in an error while every table is still empty (a failed first ingest
     leaves no empty store behind).
@@ -527,6 +530,63 @@ class Store:
             ).fetchall()[0][0]
         )
 
+    def replace_rows(self, name: str, source_id: int, frame: pl.DataFrame) -> int:
+        """Replace the rows one source holds in a table (rows derived again).
+
+        Parameters
+        ----------
+        name : str
+            Table name with a ``source_id`` column, e.g. ``"events"``.
+        source_id : int
+            The source whose rows are deleted before ``frame`` is appended.
+        frame : pl.DataFrame
+            The new rows, without ``source_id`` (it is set to ``source_id``).
+
+        Returns
+        -------
+        int
+            Number of rows appended.
+
+        Raises
+        ------
+        SchemaError
+            If the table is unknown, has no ``source_id``, or ``frame`` has
+            columns the table does not.
+
+        Notes
+        -----
+        Not atomic by itself: call it inside :meth:`transaction`. The
+        ``nvsmi`` reader uses it to derive a later file's events again when an
+        earlier snapshot of the same GPU arrives (``relkit.ingest.nvsmi``).
+        """
+        if "source_id" not in TABLE_COLUMNS.get(name, {}) or name == "sources":
+            msg = f"replace_rows: {name!r} is not a table with per-source rows"
+            raise SchemaError(msg)
+        self._con.execute(f"DELETE FROM {name} WHERE source_id = ?", [source_id])
+        return self.append(name, frame.with_columns(source_id=pl.lit(source_id)))
+
+    def set_source_counts(
+        self, source_id: int, *, n_loaded: int, n_ignored: int
+    ) -> None:
+        """Update a source's ``n_loaded`` and ``n_ignored`` after its rows changed.
+
+        Parameters
+        ----------
+        source_id : int
+            The ``sources`` row to update.
+        n_loaded, n_ignored : int
+            The new counts (``n_lines`` and ``n_rejected`` do not change).
+
+        Notes
+        -----
+        Not atomic by itself: call it inside :meth:`transaction`, with the
+        :meth:`replace_rows` calls it belongs to.
+        """
+        self._con.execute(
+            "UPDATE sources SET n_loaded = ?, n_ignored = ? WHERE source_id = ?",
+            [n_loaded, n_ignored, source_id],
+        )
+
     # -- rows in and out ------------------------------------------------------------
     def append(self, name: str, frame: pl.DataFrame) -> int:
         """Append a polars frame to a store table, casting to the table's types.
@@ -579,7 +639,7 @@ class Store:
         ----------
         name : str
             One of ``sources, events, rejects, ignored, failure_modes, assets,
-            jobs, job_steps, job_nodes, checkpoints, log_spans``.
+            jobs, job_steps, job_nodes, checkpoints, log_spans, gpu_snapshots``.
 
         Returns
         -------

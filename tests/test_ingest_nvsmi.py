@@ -138,16 +138,17 @@ def test_ref_c06_volatile_drop_is_counter_reset(c06_events: pl.DataFrame) -> Non
     assert all("counter_reset" in f.split(",") for f in resets["flags"])
     assert resets["severity"].to_list() == ["info", "info"]
     assert (c06_events["count"] >= 1).all()
-    assert c06_events.height == 2
+    assert c06_events.height == 3  # + 1c's pending remap at 10:00 (line 62)
     assert set(c06_events["host"]) == {"node1"}
 
 
 def test_ref_c06_remap_resolved_by_reset(c06_events: pl.DataFrame) -> None:
     """C06: 1c's pending remap (Yes at 10:00, No at 12:00) is "resolved by reset"."""
-    one_c = c06_events.filter(device="0000:1c:00").row(0, named=True)
+    resets = c06_events.filter(failure_mode="gpu/counter_reset")
+    one_c = resets.filter(device="0000:1c:00").row(0, named=True)
     assert "remap_resolved" in one_c["flags"].split(",")
     assert "remap resolved by reset" in one_c["detail"]
-    one_b = c06_events.filter(device="0000:1b:00").row(0, named=True)
+    one_b = resets.filter(device="0000:1b:00").row(0, named=True)
     assert "remap_resolved" not in one_b["flags"]
 
 
@@ -187,22 +188,25 @@ def test_ref_c06_times_with_tz(c06_snapshots: pl.DataFrame) -> None:
 
 
 def test_ref_c06_every_line_accounted(c06_file: Path) -> None:
-    """C06 (140 lines): 2 events + 138 ignored snapshot lines + 0 rejected."""
+    """C06 (140 lines): 3 events (2 counter resets at 12:00, 1c's pending remap at
+    10:00) + 137 ignored snapshot lines + 0 rejected."""
     store = Store(":memory:")
     result = read_nvsmi(store, c06_file, tz="UTC", host="node1")
     assert (result.n_lines, result.n_loaded, result.n_ignored, result.n_rejected) == (
         140,
-        2,
-        138,
+        3,
+        137,
         0,
     )
     assert result.kind == "nvsmi"
     ignored = store.table("ignored")
-    assert ignored.select("reason", "n_lines").rows() == [("nvsmi snapshot line", 138)]
+    assert ignored.select("reason", "n_lines").rows() == [("nvsmi snapshot line", 137)]
     source = store.table("sources").row(0, named=True)
-    assert (source["n_lines"], source["n_loaded"], source["n_ignored"]) == (140, 2, 138)
-    assert store.table("events").height == 2
-    assert store.table("events")["count"].to_list() == [1, 1]
+    assert (source["n_lines"], source["n_loaded"], source["n_ignored"]) == (140, 3, 137)
+    assert store.table("events").height == 3
+    assert store.table("events")["count"].to_list() == [1, 1, 1]
+    assert store.table("gpu_snapshots").height == 4
+    assert result.note.startswith("4 snapshot(s) of 2 GPU(s), ECC counters SRAM/DRAM")
 
 
 # -- beyond C06 -----------------------------------------------------------------------
@@ -234,9 +238,13 @@ def test_ref_aggregate_drop_is_a_reset_not_negative() -> None:
 
 def test_ref_first_snapshot_is_baseline() -> None:
     """C06's first block alone (1c: aggregate DRAM UE 3, pending remap) is the
-    baseline: absolute counts are not new events."""
+    baseline: absolute counts are not new events; only the pending remap, a
+    standing state, is (line 62 = 39 + 23, C06_PARTS[1] line 23)."""
     first = "".join(p.read_text() for p in C06_PARTS[:2])
-    assert nvsmi_events(parse_nvsmi(first, tz="UTC")).height == 0
+    events = nvsmi_events(parse_nvsmi(first, tz="UTC"))
+    assert events.select("line_no", "failure_mode", "severity", "flags").rows() == [
+        (62, "gpu/precursor", "warning", "remap_pending")
+    ]
 
 
 def test_ref_h100_sram_and_rma_signal() -> None:
@@ -295,8 +303,8 @@ def test_ref_skip_refuse_replace(c06_file: Path) -> None:
         read_nvsmi(store, c06_file, tz="UTC", host="n1")
     result = read_nvsmi(store, c06_file, tz="UTC", host="n1", replace=True)
     assert result.replaced == (1,)
-    assert store.table("events").height == 3
-    assert store.table("ignored")["n_lines"].to_list() == [210 - 3]
+    assert store.table("events").height == 4
+    assert store.table("ignored")["n_lines"].to_list() == [210 - 4]
     assert store.table("sources")["source_id"].to_list() == [2]
 
 
@@ -305,7 +313,7 @@ def test_ref_gzip_and_not_nvsmi(tmp_path: Path) -> None:
     log line) is refused with a pointer to --kind kernel."""
     gz = tmp_path / "smi.txt.gz"
     gz.write_bytes(gzip.compress(C06.encode()))
-    assert read_nvsmi(Store(":memory:"), gz, tz="UTC", host="n1").n_loaded == 2
+    assert read_nvsmi(Store(":memory:"), gz, tz="UTC", host="n1").n_loaded == 3
     kern = tmp_path / "kern.log"
     kern.write_text("[  5.1] NVRM: Xid (PCI:0000:1b:00): 79, GPU has fallen off\n")
     with pytest.raises(IngestError, match="--kind kernel"):

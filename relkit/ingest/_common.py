@@ -205,6 +205,11 @@ class Parsed:
     options: dict[str, Any]
     n_loaded: int
     ignored: pl.DataFrame | None = None  # reason, n_lines (noise counted, not kept)
+    # what the reader found, put in IngestResult.note (e.g. nvsmi snapshots)
+    note: str | None = None
+    # called inside the write transaction with the new source_id, after the
+    # replaced sources were dropped (nvsmi: derive later files' events again)
+    after_write: Callable[[int], None] | None = None
 
 
 # -- files ---------------------------------------------------------------------------
@@ -816,7 +821,9 @@ def ingest(
             msg = "the store changed during ingest; retry with one writer at a time."
             raise IngestError(path, msg)
         store.drop_sources(drop)
-    notes = []
+        if parsed.after_write is not None:
+            parsed.after_write(source_id)
+    notes = [parsed.note] if parsed.note else []
     if drop:
         ids = ", ".join(map(str, drop))
         notes.append(

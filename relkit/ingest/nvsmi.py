@@ -11,6 +11,7 @@ events to the store with every line accounted for.
 """
 
 import gzip
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from relkit.ingest._common import (
     localize,
 )
 from relkit.schema import POLARS_SCHEMAS, UTC, require_columns
-from relkit.store import Store
+from relkit.store import Store, file_sha256
 
 __all__ = [
     "normalize_pci",
@@ -67,6 +68,19 @@ _ECC_KEYS = {
     "DRAM Correctable": "dram_ce",
     "DRAM Uncorrectable": "dram_ue",
 }
+#: The Volta (V100) and older layout: ``ECC Errors → Volatile|Aggregate → Single
+#: Bit|Double Bit → <memory structure>``. ``Total`` is their sum.
+_BIT_KEYS = {"Single Bit": "sbe", "Double Bit": "dbe"}
+_STRUCT_KEYS = {
+    "Device Memory": "device_memory",
+    "Register File": "register_file",
+    "L1 Cache": "l1_cache",
+    "L2 Cache": "l2_cache",
+    "Texture Memory": "texture_memory",
+    "Texture Shared": "texture_shared",
+    "CBU": "cbu",
+    "Total": "total",
+}
 #: Section path (below the GPU header) -> (column, value type).
 _FIELDS: dict[tuple[str, ...], tuple[str, str]] = {
     **{
@@ -74,24 +88,79 @@ _FIELDS: dict[tuple[str, ...], tuple[str, str]] = {
         for scope in ("volatile", "aggregate")
         for key, name in _ECC_KEYS.items()
     },
+    **{
+        ("ECC Errors", scope.title(), bits, key): (f"n_{scope}_{b}_{name}", "count")
+        for scope in ("volatile", "aggregate")
+        for bits, b in _BIT_KEYS.items()
+        for key, name in _STRUCT_KEYS.items()
+    },
     ("Retired Pages", "Single Bit ECC"): ("n_retired_sbe_pages", "count"),
     ("Retired Pages", "Double Bit ECC"): ("n_retired_dbe_pages", "count"),
     ("Retired Pages", "Pending Page Blacklist"): ("is_retirement_pending", "bool"),
+    # older drivers print the same flag as "Pending"
+    ("Retired Pages", "Pending"): ("is_retirement_pending", "bool"),
     ("Remapped Rows", "Correctable Error"): ("n_remapped_ce_rows", "count"),
     ("Remapped Rows", "Uncorrectable Error"): ("n_remapped_ue_rows", "count"),
     ("Remapped Rows", "Pending"): ("is_remap_pending", "bool"),
     ("Remapped Rows", "Remapping Failure Occurred"): ("is_remap_failure", "bool"),
 }
-_LABELS = {col: " / ".join(path) for path, (col, _) in _FIELDS.items()}
-_COLUMNS = [col for col, _ in _FIELDS.values()]
+_LABELS: dict[str, str] = {}
+for _path, (_col, _) in _FIELDS.items():
+    _LABELS.setdefault(_col, " / ".join(_path))
+_COLUMNS = list(_LABELS)
 _VOLATILE = [c for c in _COLUMNS if c.startswith("n_volatile_")]
 _AGGREGATE = [c for c in _COLUMNS if c.startswith("n_aggregate_")]
-#: Aggregate uncorrectable counters -> failure mode of their new errors.
+_SRAM_STRUCTS = [
+    n for n in _STRUCT_KEYS.values() if n not in ("device_memory", "total")
+]
+#: Aggregate uncorrectable counters -> failure mode of their new errors (the
+#: V100 ``Double Bit`` counts map onto the same modes as Ampere's DRAM / SRAM).
 _UE_MODES = {
     "n_aggregate_dram_ue": "gpu/hbm_uncorrectable",
     "n_aggregate_sram_ue": "gpu/sram_uncorrectable",
     "n_aggregate_sram_ue_parity": "gpu/sram_uncorrectable",
     "n_aggregate_sram_ue_secded": "gpu/sram_uncorrectable",
+    "n_aggregate_dbe_device_memory": "gpu/hbm_uncorrectable",
+    **{f"n_aggregate_dbe_{n}": "gpu/sram_uncorrectable" for n in _SRAM_STRUCTS},
+}
+#: Aggregate corrected counters, whose rise is a warning (``gpu/precursor``).
+_CE_COLUMNS = [
+    "n_aggregate_sram_ce",
+    "n_aggregate_dram_ce",
+    "n_aggregate_sbe_device_memory",
+    *(f"n_aggregate_sbe_{n}" for n in _SRAM_STRUCTS),
+]
+#: Standing states: column -> (failure mode, severity, flag, what it means).
+_STATES = {
+    "is_remap_pending": (
+        "gpu/precursor",
+        "warning",
+        "remap_pending",
+        "warning: a row remap waits for a GPU reset (Remapped Rows / Pending: Yes); the "
+        "uncorrectable error behind it is in the DRAM Uncorrectable count",
+    ),
+    "is_retirement_pending": (
+        "gpu/precursor",
+        "warning",
+        "retirement_pending",
+        "warning: a retired page waits for a GPU reset or reboot to be blacklisted "
+        "(Retired Pages / Pending Page Blacklist: Yes)",
+    ),
+    "is_remap_failure": (
+        "gpu/row_remap_failure",
+        "critical",
+        "rma_signal",
+        "RMA signal: Remapped Rows / Remapping Failure Occurred: Yes",
+    ),
+}
+#: The Pending flags whose Yes -> No is "resolved by reset" in a counter_reset.
+_RESOLVED = {
+    "is_remap_pending": ("remap_resolved", "remap resolved by reset", "Remapped Rows"),
+    "is_retirement_pending": (
+        "retirement_resolved",
+        "page retirement resolved by reset",
+        "Retired Pages",
+    ),
 }
 
 #: polars schema of :func:`parse_nvsmi`'s frame.
@@ -455,94 +524,149 @@ def _event(
     }
 
 
-def _gpu_events(rows: list[dict[str, Any]], host: str | None) -> list[dict[str, Any]]:
-    """Events of one GPU's snapshots, in file order."""
-    out: list[dict[str, Any]] = []
-    known: dict[str, tuple[Any, int, int]] = {}  # col -> (value, line, block)
-    for i, row in enumerate(rows):
+def _where(old: tuple[Any, int, dict[str, Any]], row: dict[str, Any]) -> str:
+    """Name the earlier snapshot a value came from (same file: block and line)."""
+    _, line, before = old
+    if before.get("source") == row.get("source"):
+        return f"the snapshot of block {before['block_no']} (line {line})"
+    ts = before["snapshot_ts"]
+    when = ts.strftime("%Y-%m-%dT%H:%M:%SZ") if ts is not None else "no Timestamp"
+    return f"the snapshot of {when} in {before.get('path')} (line {line})"
+
+
+def _gpu_events(
+    rows: list[dict[str, Any]], host: str | None
+) -> list[tuple[Any, dict[str, Any]]]:
+    """Events of one GPU's snapshots in time order, each with its snapshot's source.
+
+    ``rows`` may come from several files (``source`` and ``path`` keys tell them
+    apart); an event belongs to the source of the later snapshot.
+    """
+    out: list[tuple[Any, dict[str, Any]]] = []
+    known: dict[str, tuple[Any, int, dict[str, Any]]] = {}  # col -> (value, line, row)
+    for row in rows:
         lines = row.get("field_line_no") or {}
+        mine: list[dict[str, Any]] = []
 
         def line_of(col: str, row: dict[str, Any] = row, lines: dict = lines) -> int:
             return int(lines.get(col) or row["line_no"])
 
-        if i > 0:
-            for col, mode in _UE_MODES.items():
-                new, old = row.get(col), known.get(col)
-                if new is None or old is None or new <= old[0]:
-                    continue
-                detail = (
-                    f"{_LABELS[col]}: {old[0]} -> {new} (+{new - old[0]}) since the "
-                    f"snapshot of block {old[2]} (line {old[1]})"
-                )
-                out.append(
-                    _event(
-                        row,
-                        host,
-                        line_no=line_of(col),
-                        failure_mode=mode,
-                        severity="error",
-                        detail=detail,
-                        count=new - old[0],
-                    )
-                )
-            drops = [
-                (col, known[col][0], row[col])
-                for col in _VOLATILE + _AGGREGATE
-                if row.get(col) is not None
-                and col in known
-                and row[col] < known[col][0]
-            ]
-            old_pending = known.get("is_remap_pending")
-            resolved = (
-                row.get("is_remap_pending") is False
-                and old_pending is not None
-                and old_pending[0] is True
-            )
-            if drops or resolved:
-                parts, flags = [], []
-                if drops:
-                    what = ", ".join(f"{_LABELS[c]} {a} -> {b}" for c, a, b in drops)
-                    parts.append(f"counters dropped ({what})")
-                    flags.append("counter_reset")
-                    if any(c in _AGGREGATE for c, _, _ in drops):
-                        parts.append("aggregate counters cleared or GPU replaced")
-                        flags.append("aggregate_reset")
-                if resolved:
-                    parts.append(
-                        "remap resolved by reset (Remapped Rows Pending: Yes -> No)"
-                    )
-                    flags.append("remap_resolved")
-                first = min(line_of(c) for c, _, _ in drops) if drops else None
-                out.append(
-                    _event(
-                        row,
-                        host,
-                        line_no=first or line_of("is_remap_pending"),
-                        failure_mode="gpu/counter_reset",
-                        severity="info",
-                        detail="info: GPU reset (reboot or driver reload): "
-                        + "; ".join(parts),
-                        flags=flags,
-                    )
-                )
-        failed = known.get("is_remap_failure")
-        if row.get("is_remap_failure") is True and (failed is None or not failed[0]):
-            out.append(
+        rises = [
+            (col, known[col], row[col])
+            for col in [*_UE_MODES, *_CE_COLUMNS]
+            if row.get(col) is not None and col in known and row[col] > known[col][0]
+        ]
+        for col, old, new in rises:
+            since = f"{old[0]} -> {new} (+{new - old[0]}) since {_where(old, row)}"
+            if col in _UE_MODES:
+                what = {"failure_mode": _UE_MODES[col], "severity": "error"}
+                detail = f"{_LABELS[col]}: {since}"
+                flags: list[str] = []
+            else:
+                what = {"failure_mode": "gpu/precursor", "severity": "warning"}
+                detail = f"warning: corrected ECC errors, {_LABELS[col]}: {since}"
+                flags = ["ecc_corrected"]
+            mine.append(
                 _event(
                     row,
                     host,
-                    line_no=line_of("is_remap_failure"),
-                    failure_mode="gpu/row_remap_failure",
-                    severity="critical",
-                    detail="RMA signal: Remapped Rows Remapping Failure Occurred: Yes "
-                    f"(uncorrectable rows remapped: {row.get('n_remapped_ue_rows')})",
-                    flags=["rma_signal"],
+                    line_no=line_of(col),
+                    **what,
+                    detail=detail,
+                    count=new - old[0],
+                    flags=flags,
                 )
             )
+        drops = [
+            (col, known[col][0], row[col])
+            for col in _VOLATILE + _AGGREGATE
+            if row.get(col) is not None and col in known and row[col] < known[col][0]
+        ]
+        resolved = [
+            col
+            for col in _RESOLVED
+            if row.get(col) is False and col in known and known[col][0] is True
+        ]
+        if drops or resolved:
+            parts, flags = [], []
+            if drops:
+                what = ", ".join(f"{_LABELS[c]} {a} -> {b}" for c, a, b in drops)
+                parts.append(f"counters dropped ({what})")
+                flags.append("counter_reset")
+                if any(c in _AGGREGATE for c, _, _ in drops):
+                    parts.append("aggregate counters cleared or GPU replaced")
+                    flags.append("aggregate_reset")
+            for col in resolved:
+                flag, text, section = _RESOLVED[col]
+                parts.append(f"{text} ({section} Pending: Yes -> No)")
+                flags.append(flag)
+            first = min(line_of(c) for c, _, _ in drops) if drops else None
+            mine.append(
+                _event(
+                    row,
+                    host,
+                    line_no=first or line_of(resolved[0]),
+                    failure_mode="gpu/counter_reset",
+                    severity="info",
+                    detail="info: GPU reset (reboot or driver reload): "
+                    + "; ".join(parts),
+                    flags=flags,
+                )
+            )
+        for col, (mode, severity, flag, text) in _STATES.items():
+            before = known.get(col)
+            if row.get(col) is not True or (before is not None and before[0]):
+                continue  # not set, or set already: one event per appearance
+            detail = text
+            if col == "is_remap_failure":
+                detail += (
+                    f" (uncorrectable rows remapped: {row.get('n_remapped_ue_rows')})"
+                )
+            if before is not None:
+                detail += f"; it was No in {_where(before, row)}"
+            mine.append(
+                _event(
+                    row,
+                    host,
+                    line_no=line_of(col),
+                    failure_mode=mode,
+                    severity=severity,
+                    detail=detail,
+                    flags=[flag],
+                )
+            )
+        out += [(row.get("source"), e) for e in mine]
         for col in _COLUMNS:
             if row.get(col) is not None:
-                known[col] = (row[col], line_of(col), row["block_no"])
+                known[col] = (row[col], line_of(col), row)
     return out
+
+
+def _timelines(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Group snapshot rows into per-GPU timelines in time order.
+
+    Snapshots with a ``Timestamp`` are ordered by it (then source, block, line),
+    across files; snapshots without one can only be ordered inside their file,
+    so they form a timeline of their own per file and GPU.
+    """
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        apart = row.get("source") if row["snapshot_ts"] is None else None
+        groups.setdefault((row["device"], row["snapshot_ts"] is None, apart), [])
+        groups[(row["device"], row["snapshot_ts"] is None, apart)].append(row)
+
+    def order(row: dict[str, Any]) -> tuple[Any, ...]:
+        return (
+            row["snapshot_ts"] or 0,
+            row.get("rank", 0),
+            row["block_no"],
+            row["line_no"],
+        )
+
+    return [
+        sorted(part, key=order)
+        for _, part in sorted(groups.items(), key=lambda kv: str(kv[0]))
+    ]
 
 
 def nvsmi_events(snapshots: pl.DataFrame, *, host: str | None = None) -> pl.DataFrame:
@@ -619,11 +743,165 @@ def nvsmi_events(snapshots: pl.DataFrame, *, host: str | None = None) -> pl.Data
         ["snapshot_ts", "block_no", "line_no", "device"],
         where="nvsmi_events",
     )
-    rows: list[dict[str, Any]] = []
-    ordered = snapshots.sort("device", "block_no", "line_no")
-    for (_,), part in ordered.group_by("device", maintain_order=True):
-        rows += _gpu_events(list(part.iter_rows(named=True)), host)
+    rows = [
+        event
+        for timeline in _timelines(list(snapshots.iter_rows(named=True)))
+        for _, event in _gpu_events(timeline, host)
+    ]
     return pl.DataFrame(rows, schema=_EVENT_SCHEMA).sort("line_no")
+
+
+# -- snapshots in the store ------------------------------------------------------------
+def _events_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=_EVENT_SCHEMA).sort("line_no")
+
+
+def _ignored_frame(n_ignored: int) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"reason": [IGNORED_REASON], "n_lines": [n_ignored]},
+        schema={"reason": pl.String, "n_lines": pl.Int64},
+    ).filter(pl.col("n_lines") > 0)
+
+
+def _snapshot_rows(snaps: pl.DataFrame, host: str) -> pl.DataFrame:
+    """Return the ``gpu_snapshots`` rows of one file (without ``source_id``)."""
+    fields = [
+        json.dumps(
+            {
+                c: [row[c], line]
+                for c, line in (row["field_line_no"] or {}).items()
+                if line is not None
+            },
+            sort_keys=True,
+        )
+        for row in snaps.iter_rows(named=True)
+    ]
+    return snaps.select(
+        "line_no",
+        pl.lit(host).alias("host"),
+        "device",
+        "snapshot_ts",
+        "block_no",
+        "ts_flag",
+    ).with_columns(fields=pl.Series(fields, dtype=pl.String))
+
+
+def _stored_snapshots(store: Store, host: str, p: Path) -> list[dict[str, Any]]:
+    """Return the snapshots of ``host`` in the store, as :func:`_gpu_events` reads them.
+
+    Sources of the same path or bytes as ``p`` are left out: a ``replace`` read
+    drops them in the same transaction.
+    """
+    stored = store.table("gpu_snapshots").filter(pl.col("host") == host)
+    if stored.is_empty():
+        return []
+    sha, resolved = file_sha256(p), str(p.resolve())
+    paths: dict[int, str] = {}
+    for src in store.table("sources").filter(kind=KIND).iter_rows(named=True):
+        options = json.loads(src["options"] or "{}")
+        where = options.get("resolved_path") or str(Path(src["path"]).resolve())
+        if src["sha256"] != sha and where != resolved:
+            paths[src["source_id"]] = src["path"]
+    rows = []
+    for row in stored.filter(pl.col("source_id").is_in(list(paths))).iter_rows(
+        named=True
+    ):
+        fields = json.loads(row["fields"] or "{}")
+        rows.append(
+            {
+                "source": row["source_id"],
+                "path": paths[row["source_id"]],
+                "rank": row["source_id"],
+                "snapshot_ts": row["snapshot_ts"],
+                "block_no": row["block_no"],
+                "line_no": row["line_no"],
+                "device": row["device"],
+                "ts_flag": row["ts_flag"],
+                **{c: v for c, (v, _) in fields.items() if c in _LABELS},
+                "field_line_no": {
+                    c: line for c, (_, line) in fields.items() if c in _LABELS
+                },
+            }
+        )
+    return rows
+
+
+_COMPARED = ["line_no", "ts", "device", "failure_mode", "severity", "detail", "flags"]
+
+
+def _changed_sources(
+    store: Store,
+    earlier: list[dict[str, Any]],
+    derived: dict[Any, list[dict[str, Any]]],
+) -> dict[int, pl.DataFrame]:
+    """Return the earlier sources whose events change with the new snapshots."""
+    sources = {row["source"] for row in earlier}
+    if not sources:
+        return {}
+    stored = store.table("events").filter(pl.col("source_id").is_in(list(sources)))
+    changed = {}
+    for sid in sorted(sources):
+        frame = _events_frame(derived.get(sid, []))
+        old = stored.filter(source_id=sid).sort("line_no")
+        cols = [*_COMPARED, "count"]
+        if old.select(cols).rows() != frame.select(cols).rows():
+            changed[sid] = frame
+    return changed
+
+
+def _rewrite_source(store: Store, source_id: int, events: pl.DataFrame) -> None:
+    """Replace an nvsmi source's events (derived again) and its counts."""
+    src = store.table("sources").filter(source_id=source_id).row(0, named=True)
+    n_ignored = src["n_lines"] - events.height - src["n_rejected"]
+    store.replace_rows("events", source_id, events)
+    store.replace_rows("ignored", source_id, _ignored_frame(n_ignored))
+    store.set_source_counts(source_id, n_loaded=events.height, n_ignored=n_ignored)
+
+
+def _found_note(
+    snaps: pl.DataFrame,
+    earlier: list[dict[str, Any]],
+    changed: dict[int, pl.DataFrame],
+    host: str,
+) -> str:
+    """Say what the file held and what it was compared with (ingest summary)."""
+    layouts = []
+    lines = snaps["field_line_no"].struct.unnest() if snaps.height else pl.DataFrame()
+    for name, prefix in (
+        ("Single/Double Bit (V100 layout)", ("_sbe_", "_dbe_")),
+        ("SRAM/DRAM (A100/H100 layout)", ("_sram_", "_dram_")),
+    ):
+        cols = [
+            c
+            for c in lines.columns
+            if c in _VOLATILE + _AGGREGATE and any(x in c for x in prefix)
+        ]
+        if (
+            cols
+            and lines.select(pl.any_horizontal(pl.col(cols).is_not_null()).any()).item()
+        ):
+            layouts.append(name)
+    ecc = f"ECC counters {' and '.join(layouts)}" if layouts else "no ECC counters"
+    n_gpus = snaps["device"].n_unique()
+    note = f"{snaps.height} snapshot(s) of {n_gpus} GPU(s), {ecc}"
+    if n_untimed := snaps["snapshot_ts"].null_count():
+        note += (
+            f"; {n_untimed} snapshot(s) without a Timestamp compared within this "
+            "file only"
+        )
+    if earlier:
+        ids = sorted({row["source"] for row in earlier})
+        note += (
+            f"; compared with {len(earlier)} snapshot(s) of host {host} already in "
+            f"the store (source(s) {', '.join(map(str, ids))}), in time order"
+        )
+    if changed:
+        ids = ", ".join(map(str, changed))
+        note += (
+            f"; events of source(s) {ids} derived again (this file's snapshots "
+            "come before theirs)"
+        )
+    return note
 
 
 # -- the file reader -------------------------------------------------------------------
@@ -743,7 +1021,18 @@ def read_nvsmi(
 
     def parse(p: Path) -> Parsed:
         scan = _scan(_read_lines(p), tz=tz, source=str(path))
-        events = nvsmi_events(_snapshot_frame(scan, tz), host=host)
+        snaps = _snapshot_frame(scan, tz)
+        earlier = _stored_snapshots(store, host, p)
+        new_rows = [
+            {**row, "source": None, "path": str(path), "rank": store.next_source_id()}
+            for row in snaps.iter_rows(named=True)
+        ]
+        derived: dict[Any, list[dict[str, Any]]] = {}
+        for timeline in _timelines(earlier + new_rows):
+            for owner, event in _gpu_events(timeline, host):
+                derived.setdefault(owner, []).append(event)
+        events = _events_frame(derived.get(None, []))
+        changed = _changed_sources(store, earlier, derived)
         rejects = pl.DataFrame(
             scan.rejects,
             schema={"line_no": pl.Int64, "reason": pl.String, "raw": pl.String},
@@ -756,17 +1045,20 @@ def read_nvsmi(
             msg = "internal error: a line counted twice. Please report this with it."
             raise IngestError(path, msg)
         n_ignored = scan.n_lines - events.height - rejects.height
-        ignored = pl.DataFrame(
-            {"reason": [IGNORED_REASON], "n_lines": [n_ignored]},
-            schema={"reason": pl.String, "n_lines": pl.Int64},
-        ).filter(pl.col("n_lines") > 0)
+
+        def after_write(_source_id: int) -> None:
+            for sid, frame in changed.items():
+                _rewrite_source(store, sid, frame)
+
         return Parsed(
             n_lines=scan.n_lines,
-            tables={"events": events},
+            tables={"events": events, "gpu_snapshots": _snapshot_rows(snaps, host)},
             rejects=rejects,
             options={},
             n_loaded=events.height,
-            ignored=ignored,
+            ignored=_ignored_frame(n_ignored),
+            note=_found_note(snaps, earlier, changed, host),
+            after_write=after_write if changed else None,
         )
 
     return ingest(
