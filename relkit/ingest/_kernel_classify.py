@@ -16,6 +16,7 @@ import polars as pl
 
 from relkit.ingest import _kernel_patterns as kp
 from relkit.ingest._kernel_time import add_flag
+from relkit.schema import UTC
 
 #: Window (s) around a "Rate limiting ... printing 1 of every N" line in which
 #: Xid events of the same host and GPU are flagged ``rate_limited``.
@@ -82,11 +83,23 @@ def split_framing(raw: pl.Series) -> pl.DataFrame:
         "i_msg",
         "x_msg",
         "r_msg",
+        "s_msg",
         "b_msg",
         "u_msg",
         "h_msg",
     ]
-    names = ["kmsg", "dmesg", "dmesg_T", "iso", "iso", "rfc3164", "bgl", "tbird", "hpc"]
+    names = [
+        "kmsg",
+        "dmesg",
+        "dmesg_T",
+        "iso",
+        "iso",
+        "rfc3164",
+        "rfc3164",
+        "bgl",
+        "tbird",
+        "hpc",
+    ]
     framing = pl.when(pl.col(msg_cols[0]).is_not_null()).then(pl.lit(names[0]))
     for col, name in zip(msg_cols[1:], names[1:], strict=True):
         framing = framing.when(pl.col(col).is_not_null()).then(pl.lit(name))
@@ -96,11 +109,18 @@ def split_framing(raw: pl.Series) -> pl.DataFrame:
         framing=framing.otherwise(pl.lit("bare")),
         msg=msg,
         mono_s=pl.coalesce(
-            pl.col("d_mono", "i_mono", "x_mono", "r_mono").cast(pl.Float64),
+            pl.col("d_mono", "i_mono", "x_mono", "r_mono", "s_mono").cast(pl.Float64),
             pl.col("k_us").cast(pl.Float64, strict=False) / 1e6,
         ),
         wall=pl.coalesce(
-            "t_wall", "i_wall", "x_wall", "r_wall", "b_epoch", "u_epoch", "h_epoch"
+            "t_wall",
+            "i_wall",
+            "x_wall",
+            "r_wall",
+            "s_wall",
+            "b_epoch",
+            "u_epoch",
+            "h_epoch",
         ),
         host=pl.coalesce("i_host", "r_host", "b_host", "u_host", "h_host", nccl_host),
     )
@@ -152,6 +172,124 @@ _XID_REJECTS = {
 }
 
 
+#: MCi_STATUS bits 63..60 (the first hex digit): bit 61 is UC, "error uncorrected"
+#: (Intel SDM Vol. 3B §16.3.2.2 "IA32_MCi_STATUS MSRs"; AMD APM Vol. 2 §9.3.2.3).
+_UC_BIT = {f"{d:x}": bool(d & 0b0010) for d in range(16)}
+#: Bits 59..56 (the second digit): bit 57 is PCC, "processor context corrupt".
+_PCC_BIT = {f"{d:x}": bool(d & 0b0010) for d in range(16)}
+#: APEI GHES severity words (drivers/acpi/apei/ghes.c) -> SEVERITIES.
+_GHES_SEVERITY = {
+    "fatal": "fatal",
+    "recoverable": "error",
+    "corrected": "warning",
+    "info": "info",
+}
+#: PyTorch's ``NCCL error in: ...`` lines whose NCCL result is the network's:
+#: ncclSystemError ("unhandled system error": a socket or IB verbs call failed)
+#: and ncclRemoteError ("remote process exited or there was a network error").
+#: The others (cuda error, internal error, invalid usage/argument) are no
+#: network failure: ignored with reason ``nccl_not_network_error``.
+_NCCL_NETWORK = r"(?i)unhandled system error|remote process exited|network error"
+_HOST_NET_KINDS = (
+    "ib_port",
+    "ib_port_state",
+    "ghes",
+    "mce_notice",
+    "mce",
+    "mce_panic",
+    "memory_failure",
+    "nccl_torch",
+)
+_LINK_IGNORED_STATES = ("INIT", "ARMED")
+
+
+def _host_net_cols(kind: str, rest: pl.Expr) -> dict[str, pl.Expr]:
+    """Signal columns of the InfiniBand, MCE, GHES, memory-failure, torch kinds."""
+    if kind in ("ib_port", "ib_port_state"):
+        state = pl.col("state")
+        early = state.is_in(_LINK_IGNORED_STATES)
+        return {
+            "outcome": pl.when(early).then(pl.lit("ignored")).otherwise(pl.lit("event")),
+            "reason": pl.when(early).then(pl.lit("link_init")),
+            "device": pl.when(pl.col("port").is_not_null())
+            .then(pl.format("{} port {}", pl.col("ibdev"), pl.col("port")))
+            .otherwise(pl.col("ibdev")),
+            "failure_mode": pl.when(state == "DOWN")
+            .then(pl.lit("network/link_down"))
+            .when(state == "ACTIVE")
+            .then(pl.lit("network/link_up")),
+            "detail": pl.format("Link {}", state),
+        }
+    if kind == "ghes":
+        return {
+            "failure_mode": pl.when(pl.col("sev") == "fatal")
+            .then(pl.lit("host/ghes_fatal"))
+            .otherwise(pl.lit("host/ghes_nonfatal")),
+            "severity": pl.col("sev").replace_strict(
+                _GHES_SEVERITY, default=None, return_dtype=pl.String
+            ),
+            "code": pl.col("sev"),
+            "detail": pl.format("event severity: {}", pl.col("sev")),
+        }
+    if kind == "mce_notice":
+        return {"failure_mode": pl.lit("host/mce_notice")}
+    if kind in ("mce", "mce_panic"):
+        if kind == "mce_panic":
+            return {
+                "failure_mode": pl.lit("host/mce"),
+                "severity": pl.lit("fatal"),
+                "code": pl.lit("panic"),
+            }
+        status = rest.str.extract(r"Bank \d+: ([0-9a-fA-F]{16})\b", 1).str.to_lowercase()
+        uc = status.str.slice(0, 1).replace_strict(
+            _UC_BIT, default=None, return_dtype=pl.Boolean
+        )
+        pcc = status.str.slice(1, 1).replace_strict(
+            _PCC_BIT, default=None, return_dtype=pl.Boolean
+        )
+        said_fatal = rest.str.contains(r"(?i)\b(?:fatal|panic)")
+        failure = (
+            pl.col("exc").is_not_null()
+            | rest.str.contains(r"(?i)uncorrect|fatal|panic")
+            | uc.fill_null(value=True)  # no readable status: as before, a failure
+        )
+        return {
+            "device": pl.format("cpu{}", pl.col("cpu")),
+            "failure_mode": pl.when(failure)
+            .then(pl.lit("host/mce"))
+            .otherwise(pl.lit("host/mce_corrected")),
+            "severity": pl.when(failure & (said_fatal | pcc.fill_null(value=False)))
+            .then(pl.lit("fatal"))
+            .when(~failure)
+            .then(pl.lit("warning")),
+            "detail": pl.col("msg").str.extract(r"\[Hardware Error\]:\s*(.*)$", 1),
+        }
+    if kind == "memory_failure":
+        return {
+            "failure_mode": pl.lit("host/memory_ue"),
+            "code": pl.lit("memory_failure"),
+            "detail": pl.format("pfn {}: {}", pl.col("pfn"), rest),
+        }
+    # nccl_torch
+    net = rest.str.contains(_NCCL_NETWORK)
+    return {
+        "outcome": pl.when(net).then(pl.lit("event")).otherwise(pl.lit("ignored")),
+        "reason": pl.when(~net).then(pl.lit("nccl_not_network_error")),
+        "failure_mode": pl.when(net).then(pl.lit("network/nccl_error")),
+        "code": pl.when(net).then(
+            pl.format(
+                "nccl:{}",
+                rest.str.extract(r"^([^,(]+)", 1)
+                .str.strip_chars()
+                .str.replace_all(" ", "_"),
+            )
+        ),
+        "detail": pl.when(net).then(
+            pl.format("NCCL error in: {}, {}", pl.col("where"), rest)
+        ),
+    }
+
+
 def _one_kind(kind: str, sub: pl.DataFrame, xid_modes: dict[int, str]) -> pl.DataFrame:
     """Signal columns of lines that all match pattern ``kind``."""
     g = pl.concat([sub.select("i", "msg"), _groups(sub, kind)], how="horizontal")
@@ -172,6 +310,8 @@ def _one_kind(kind: str, sub: pl.DataFrame, xid_modes: dict[int, str]) -> pl.Dat
     from relkit.taxonomy import STATED_SEVERITY
 
     rest = pl.col("rest") if "rest" in g.columns else pl.col("msg")
+    if "rest2" in g.columns:
+        rest = pl.coalesce(rest, pl.col("rest2"))
     detail = rest.str.replace_all(r"\s+", " ").str.strip_chars()
     detail = pl.when(detail == "").then(None).otherwise(detail)
     stated = (
@@ -224,6 +364,8 @@ def _one_kind(kind: str, sub: pl.DataFrame, xid_modes: dict[int, str]) -> pl.Dat
             "failure_mode": pl.format("network/link_{}", pl.col("state")),
             "detail": pl.format("Link {}", pl.col("state")),
         }
+    elif kind in _HOST_NET_KINDS:
+        cols |= _host_net_cols(kind, rest)
     elif kind in ("cable", "pcie_power"):
         mode = "network/cable_module" if kind == "cable" else "network/pcie_power"
         cols |= {"device": _pci(pl.col("pci")), "failure_mode": pl.lit(mode)}
@@ -246,14 +388,6 @@ def _one_kind(kind: str, sub: pl.DataFrame, xid_modes: dict[int, str]) -> pl.Dat
             .otherwise(pl.lit("host/memory_ue")),
             "count": pl.col("n").cast(pl.Int64, strict=False).fill_null(1),
             "code": pl.col("kind"),
-        }
-    elif kind == "mce":
-        cols |= {
-            "device": pl.when(pl.col("cpu").is_not_null()).then(
-                pl.format("cpu{}", pl.col("cpu"))
-            ),
-            "failure_mode": pl.lit("host/mce"),
-            "detail": pl.col("msg").str.extract(r"\[Hardware Error\]:\s*(.*)$", 1),
         }
     elif kind == "memory_ue":
         cols["failure_mode"] = pl.lit("host/memory_ue")
@@ -457,6 +591,103 @@ def _gpu_boot_context(frame: pl.DataFrame) -> pl.DataFrame:
     return frame
 
 
+#: Host-level lines that continue a record of the same mode with a device: a
+#: ``Kernel panic ... machine check`` after the CPU's machine-check record, a
+#: ``Memory failure`` or ``Uncorrected hardware memory error`` line after the EDAC
+#: UE of the memory controller. They take its device, so both are one incident.
+_HOST_CONTINUED = ("host/mce", "host/memory_ue")
+
+
+def _host_context(frame: pl.DataFrame) -> pl.DataFrame:
+    """Give device-less MCE panic / memory-failure events their record's device."""
+    ev = pl.col("outcome") == "event"
+    f = frame.with_columns(_hk=pl.col("host").fill_null("")).sort("line_no")
+    fills = []
+    for mode in _HOST_CONTINUED:
+        this = ev & (pl.col("failure_mode") == mode)
+        targets = f.filter(this & pl.col("device").is_null())
+        anchors = f.filter(this & pl.col("device").is_not_null())
+        if targets.height and anchors.height:
+            fills.append(
+                _after(targets, anchors.rename({"device": "_dev"}), take=["_dev"])
+            )
+    if not fills:
+        return frame
+    return (
+        frame.join(pl.concat(fills), on="line_no", how="left", maintain_order="left")
+        .with_columns(device=pl.coalesce("device", "_dev"))
+        .drop("_dev")
+    )
+
+
+#: A link down at most this many seconds after boot (kernel clock, or wall time
+#: after a ``Linux version`` boot line of the host) on a port with no earlier
+#: link up in that boot is port bring-up, not an outage.
+BOOT_LINK_S = 300.0
+_LINK_DOWN = "network/link_down"
+_LINK_UP = "network/link_up"
+_LINK_AT_BOOT = "network/link_down_at_boot"
+
+
+def boot_time_links(rows: pl.DataFrame) -> pl.DataFrame:
+    """Re-mode link downs at boot on ports never up as ``network/link_down_at_boot``.
+
+    Parameters
+    ----------
+    rows : pl.DataFrame
+        Classified lines with times (``line_no, outcome, reason, host, device,
+        failure_mode, severity, mono_s, flags``; ``ts`` and ``boot_no``
+        optional), events and ``boot_marker`` context lines.
+
+    Returns
+    -------
+    pl.DataFrame
+        ``rows`` where a ``network/link_down`` event is within
+        :data:`BOOT_LINK_S` seconds of its boot and its port (host, device) had no
+        ``network/link_up`` earlier in that boot: its mode becomes
+        ``network/link_down_at_boot`` (not a failure), severity ``info``, and
+        ``flags`` gains ``boot_time``. The time since boot is the kernel clock
+        ``mono_s``; a line without one uses its wall time ``ts`` after the
+        host's last ``Linux version ...`` line (reason ``boot_marker``).
+    """
+    ev = pl.col("outcome") == "event"
+    down = ev & (pl.col("failure_mode") == _LINK_DOWN)
+    up = (ev & (pl.col("failure_mode") == _LINK_UP)).cast(pl.Int64)
+    marker = (pl.col("reason") == "boot_marker").fill_null(value=False)
+    f = rows.with_columns(
+        _hk=pl.col("host").fill_null(""),
+        _dev=pl.col("device").fill_null(""),
+        _boot=pl.col("boot_no") if "boot_no" in rows.columns else pl.lit(0),
+        _ts=pl.col("ts") if "ts" in rows.columns else pl.lit(None, dtype=UTC),
+    ).with_columns(
+        _mseq=marker.cast(pl.Int64).cum_sum().over("_hk", order_by="line_no"),
+        _mts=pl.when(marker)
+        .then(pl.col("_ts"))
+        .forward_fill()
+        .over("_hk", order_by="line_no"),
+    )
+    ups_clock = up.cum_sum().over("_hk", "_dev", "_boot", order_by="line_no") - up
+    ups_mark = up.cum_sum().over("_hk", "_dev", "_mseq", order_by="line_no") - up
+    since_mark = (pl.col("_ts") - pl.col("_mts")).dt.total_microseconds() / 1e6
+    by_clock = pl.col("mono_s").is_not_null() & (pl.col("mono_s") <= BOOT_LINK_S)
+    by_mark = (
+        pl.col("mono_s").is_null()
+        & since_mark.is_between(0.0, BOOT_LINK_S)
+        & (pl.col("_mseq") > 0)
+    )
+    at_boot = (
+        down & ((by_clock & (ups_clock == 0)) | (by_mark & (ups_mark == 0)))
+    ).fill_null(value=False)
+    f = f.with_columns(_at_boot=at_boot)
+    return f.with_columns(
+        failure_mode=pl.when("_at_boot")
+        .then(pl.lit(_LINK_AT_BOOT))
+        .otherwise(pl.col("failure_mode")),
+        severity=pl.when("_at_boot").then(pl.lit("info")).otherwise(pl.col("severity")),
+        flags=add_flag(pl.col("flags"), pl.col("_at_boot"), "boot_time"),
+    ).drop("_hk", "_dev", "_boot", "_ts", "_mseq", "_mts", "_at_boot")
+
+
 def link_context(
     frame: pl.DataFrame, *, window_s: float = RATE_LIMIT_WINDOW_S
 ) -> pl.DataFrame:
@@ -487,7 +718,13 @@ def link_context(
         - ``NVRM: None of the NVIDIA devices were initialized.`` after a line
           saying the driver does not support the GPU (``... installed in this
           system is not supported``) is no failure: it becomes ``ignored`` with
-          reason ``gpu_unsupported_by_driver``.
+          reason ``gpu_unsupported_by_driver``;
+        - a ``Kernel panic - not syncing: Fatal machine check`` line takes the
+          device (``cpuN``) of the uncorrected machine-check record before it,
+          and a ``Memory failure: ...: recovery action`` or ``Uncorrected
+          hardware memory error`` line the device (``mcN``) of the EDAC UE
+          before it, on the same host (the continuation rule below), so a
+          record and its consequence form one incident.
 
     Notes
     -----
@@ -499,7 +736,7 @@ def link_context(
     kept, so a header line and its continuation split by a batch boundary (one
     in 32 MB) are not joined; the continuation then stays a host-level event.
     """
-    frame = _gpu_boot_context(frame)
+    frame = _host_context(_gpu_boot_context(frame))
     ev = pl.col("outcome") == "event"
     keyed = pl.col("reason").is_in(["gpu_uuid_map"]) | ev
     out = frame.with_columns(

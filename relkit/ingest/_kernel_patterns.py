@@ -44,13 +44,14 @@ _KMSG = r"^\d{1,4},\d+,(?P<k_us>\d+),[^;]*;"
 _X_PREFIX = r"^(?:[a-z]+\s*:\s*[a-z]+\s*:\s*)?"
 
 #: One regex, one branch per framing, tried left to right. Group names carry the
-#: framing's prefix: k kmsg, d dmesg, t dmesg -T, i ISO syslog with host, x ISO
-#: without host (``dmesg --time-format iso``), r RFC 3164, b BGL, u Thunderbird,
-#: h LANL HPC.
+#: framing's prefix: k kmsg, d dmesg (``dmesg -r``: a ``<4>`` priority first),
+#: t dmesg -T, i ISO syslog with host, x ISO without host (``dmesg --time-format
+#: iso``, or a syslog line with a tag and no host), r RFC 3164, s RFC 3164 without
+#: host (``Feb 23 03:28:16 kernel: ...``), b BGL, u Thunderbird, h LANL HPC.
 FRAMING = "|".join(
     [
         _KMSG + r"(?P<k_msg>.*)$",
-        r"^\[\s*(?P<d_mono>\d+\.\d+)\]\s?(?P<d_msg>.*)$",
+        r"^(?:<\d{1,3}>)?\[\s*(?P<d_mono>\d+\.\d+)\]\s?(?P<d_msg>.*)$",
         (
             r"^\[(?:[A-Z][a-z]{2} )?(?P<t_wall>[A-Z][a-z]{2} [ \d]\d "
             r"\d{2}:\d{2}:\d{2} \d{4})\]\s?(?P<t_msg>.*)$"
@@ -61,12 +62,16 @@ FRAMING = "|".join(
             + r"(?P<i_msg>.*)$"
         ),
         (
-            rf"{_X_PREFIX}(?P<x_wall>{_ISO_TS})\s+"
-            r"(?:\[\s*(?P<x_mono>\d+\.\d+)\]\s?)?(?P<x_msg>.*)$"
+            rf"{_X_PREFIX}(?P<x_wall>{_ISO_TS})\s+(?:(?:{_WORD}(?:\[\d+\])?:\s+)?"
+            r"\[\s*(?P<x_mono>\d+\.\d+)\]\s?)?(?P<x_msg>.*)$"
         ),
         (
             rf"^(?:<\d{{1,3}}>)?(?P<r_wall>{_RFC_TS})\s+"
             r"(?P<r_host>[^\s:\[\]]+)\s+" + _TAG.format(p="r") + r"(?P<r_msg>.*)$"
+        ),
+        (
+            rf"^(?:<\d{{1,3}}>)?(?P<s_wall>{_RFC_TS})\s+{_WORD}(?:\[\d+\])?:\s+"
+            r"(?:\[\s*(?P<s_mono>\d+\.\d+)\]\s?)?(?P<s_msg>.*)$"
         ),
         (
             r"^(?P<b_label>\S+) (?P<b_epoch>\d{9,10}) \d{4}\.\d{2}\.\d{2} "
@@ -93,12 +98,13 @@ FRAMING = "|".join(
 CLOCK = "|".join(
     [
         _KMSG,
-        r"^\[\s*\d+\.\d+\]",
+        r"^(?:<\d{1,3}>)?\[\s*\d+\.\d+\]",
         (
             rf"^(?:<\d{{1,3}}>)?(?:{_ISO_TS}|{_RFC_TS})\s+{_WORD}\s+"
             rf"(?:{_WORD}(?:\[\d+\])?:\s+)?\[\s*\d+\.\d+\]"
         ),
-        rf"{_X_PREFIX}{_ISO_TS}\s+\[\s*\d+\.\d+\]",
+        rf"^(?:<\d{{1,3}}>)?{_RFC_TS}\s+{_WORD}(?:\[\d+\])?:\s+\[\s*\d+\.\d+\]",
+        rf"{_X_PREFIX}{_ISO_TS}\s+(?:{_WORD}(?:\[\d+\])?:\s+)?\[\s*\d+\.\d+\]",
     ]
 )
 #: The kernel clock of a :data:`CLOCK` line that is not kmsg (first bracket).
@@ -115,9 +121,15 @@ NCCL_HOST = r"^(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] "
 #: Cheap pre-filter: a line can only be a signal (or a counted context line) if
 #: it contains one of these. Lines that do not are ``ignored`` as ``no_signal``.
 KEYWORDS = (
-    r"Xid|NVRM|fallen off the bus|mlx5_|Link (?:down|up)|NCCL|Watchdog|watchdog|"
-    r"EDAC|Hardware Error|Machine [Cc]heck|hardware memory error"
+    r"Xid|NVRM|fallen off the bus|mlx5_|Link (?:down|up|DOWN|ACTIVE|INIT|ARMED)|"
+    r"port state changed|Port module event|NCCL|Watchdog|watchdog|"
+    r"EDAC|Hardware Error|[Mm]achine [Cc]heck|hardware memory error|"
+    r"Memory failure|Linux version \d"
 )
+
+#: An InfiniBand device name (``mlx5_0``, ``mlx4_1``, ``bnxt_re0``) and port states.
+_IBDEV = r"(?P<ibdev>\b[a-z][a-z0-9]*_[a-z]*\d+)"
+_IB_STATES = r"DOWN|ACTIVE|INIT|ARMED"
 
 #: Signal patterns, tried in order on the message (the line without framing).
 #: Each entry: name, regex with named groups (any of pci, code, rest, netdev,
@@ -179,10 +191,28 @@ SIGNALS: list[tuple[str, str]] = [
         "link",
         rf"mlx5_core (?P<pci>{PCI}){_FN} (?P<netdev>[^\s:]+): Link (?P<state>down|up)",
     ),
+    # InfiniBand port state per port (ib_core / mlx5_ib): "mlx5_0: Port: 1 Link
+    # DOWN" and "... port 1 ... port state changed to DOWN"; INIT/ARMED are context
+    (
+        "ib_port",
+        rf"{_IBDEV}:? [Pp]ort:? (?P<port>\d+),? Link (?P<state>{_IB_STATES})\b",
+    ),
+    (
+        "ib_port_state",
+        rf"{_IBDEV}\b(?:.*?\b[Pp]ort:? (?P<port>\d+)\b)?.*?[Pp]ort state changed "
+        rf"to (?P<state>{_IB_STATES})\b",
+    ),
+    # mlx5 module events (mlx5_port_module_event): "Cable plugged" is no fault;
+    # the kernel prints them with or without the function:line:(pid) prefix
+    (
+        "cable_plugged",
+        rf"mlx5_core (?P<pci>{PCI}){_FN}: (?:mlx5_port_module_event[^:]*:[^:]*:\s*)?"
+        r"Port module event: module \d+, Cable plugged",
+    ),
     (
         "cable",
-        rf"mlx5_core (?P<pci>{PCI}){_FN}: mlx5_port_module_event[^:]*:[^:]*:\s*"
-        r"(?P<rest>.*(?:[Cc]able|[Mm]odule).*)$",
+        rf"mlx5_core (?P<pci>{PCI}){_FN}: (?:mlx5_port_module_event[^:]*:[^:]*:\s*"
+        r"(?P<rest>.*(?:[Cc]able|[Mm]odule).*)$|(?P<rest2>Port module event.*)$)",
     ),
     (
         "pcie_power",
@@ -194,6 +224,12 @@ SIGNALS: list[tuple[str, str]] = [
         r"Got completion (?:from peer (?P<peer>\S+) )?with (?:status=|error )"
         r"(?P<code>\d+)(?P<rest>.*)$",
     ),
+    # PyTorch ProcessGroupNCCL: "NCCL error in: <file>:<line>, <ncclGetErrorString>"
+    (
+        "nccl_torch",
+        r"NCCL error in: (?P<where>[^,]*?\.(?:cpp|cc|cu|h|py):\d+),?\s*"
+        r"(?P<rest>.*)$",
+    ),
     (
         "nccl_watchdog",
         r"(?P<rest>(?:Watchdog caught collective operation timeout|"
@@ -204,12 +240,29 @@ SIGNALS: list[tuple[str, str]] = [
         r"EDAC (?:[A-Za-z0-9_]+ )?MC(?P<mc>\d+): (?:(?P<n>\d+) )?(?P<kind>CE|UE)\b\s*"
         r"(?P<rest>.*)$",
     ),
+    # APEI GHES (drivers/acpi/apei/ghes.c): "{N}[Hardware Error]: event severity: X"
+    (
+        "ghes",
+        r"\[Hardware Error\]: event severity: (?P<sev>fatal|recoverable|corrected|"
+        r"info)\b(?P<rest>.*)$",
+    ),
+    ("mce_notice", r"(?P<rest>Machine check events logged.*)$"),
     (
         "mce",
-        r"(?:\[Hardware Error\]: (?:CPU (?P<cpu>\d+): Machine Check(?: Exception)?:"
-        r"(?P<rest>.*)|Machine check events logged.*)$)",
+        r"\[Hardware Error\]: CPU (?P<cpu>\d+): Machine Check(?P<exc> Exception)?:"
+        r"(?P<rest>.*)$",
     ),
+    ("mce_panic", r"(?P<rest>Kernel panic - not syncing: .*[Mm]achine [Cc]heck.*)$"),
     ("memory_ue", r"(?P<rest>Uncorrected hardware memory error.*)$"),
+    # mm/memory-failure.c: pr_fmt "Memory failure: ", "%#lx: recovery action for
+    # %s: %s" is the outcome of one poisoned page; its other lines are context
+    (
+        "memory_failure",
+        r"Memory failure: (?P<pfn>(?:0x)?[0-9a-fA-F]+): (?P<rest>recovery action "
+        r"for .*)$",
+    ),
+    ("memory_failure_context", r"Memory failure: "),
+    ("boot_marker", r"^Linux version \d"),
     ("edac_decode", r"EDAC "),
     ("mce_decode", r"\[Hardware Error\]|Machine [Cc]heck"),
 ]
@@ -224,6 +277,9 @@ CONTEXT_REASON: dict[str, str] = {
     "nvrm": "nvrm_context",
     "edac_decode": "edac_context",
     "mce_decode": "mce_context",
+    "cable_plugged": "cable_plugged",
+    "memory_failure_context": "memory_failure_context",
+    "boot_marker": "boot_marker",
 }
 
 #: Signals of GPUs missing or not initialised at boot -> their ``code`` (mode

@@ -142,7 +142,7 @@ def clock_columns(
         "clock_host": (
             line.str.extract(kp.CLOCK_HOST, 1) if syslog_host is None else syslog_host
         ),
-        "walled": k_us.is_null() & ~line.str.starts_with("["),
+        "walled": k_us.is_null() & ~line.str.contains(r"^(?:<\d{1,3}>)?\["),
         "hint": line.str.contains(kp.NCCL_HOST_HINT),
     }
 

@@ -31,6 +31,7 @@ from relkit.ingest._common import (
     ingest,
 )
 from relkit.ingest._kernel_classify import (
+    boot_time_links,
     classify_lines,
     classify_numbered,
     link_context,
@@ -76,7 +77,7 @@ class _Parsed:
     spans: pl.DataFrame | None = None
 
 
-_KEEP_REASONS = ("gpu_uuid_map", "rate_limit_notice")
+_KEEP_REASONS = ("gpu_uuid_map", "rate_limit_notice", "boot_marker")
 
 
 def _clock_lines(raw: pl.Series, line_no: pl.Series, host: str | None) -> pl.DataFrame:
@@ -289,7 +290,7 @@ def _parse_frames(
         )
         # re-link across batches (uuid map, duplicates, rate limiting) with ts
         rows = link_context(rows.with_columns(flags=_drop_flags(pl.col("flags"))))
-        events = rows.filter(pl.col("outcome") == "event")
+        events = boot_time_links(rows).filter(pl.col("outcome") == "event")
     if not events.is_empty() and events.get_column("host").null_count():
         first = int(events.filter(pl.col("host").is_null()).get_column("line_no").min())
         msg = (
