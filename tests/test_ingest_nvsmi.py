@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shared_paths import SHARED
 
+from relkit.cli import main
 from relkit.errors import IngestError
 from relkit.ingest.nvsmi import (
     normalize_pci,
@@ -392,3 +393,199 @@ def test_counter_beyond_int64_is_rejected(tmp_path: Path) -> None:
     r = read_nvsmi(store, path, tz="UTC", host="n1")
     assert r.n_rejected == 1
     assert "2**63" in store.table("rejects")["reason"][0]
+
+
+# -- issue 10 §4: the V100 layout, standing states, snapshots across files ----------
+V100_T10 = DATA / "nvsmi_v100_gpu01-2025-06-01T10.txt"
+V100_T11 = DATA / "nvsmi_v100_gpu01-2025-06-01T11.txt"
+#: The events T11 makes after T10 (lines of the T11 file, 61 lines each; counted
+#: in the fixture): SBE Device Memory 3 -> 5 (line 37), DBE Device Memory 0 -> 1
+#: (line 46), DBE Register File 0 -> 1 (line 47), Pending Page Blacklist Yes (57).
+V100_EVENTS = [
+    (37, "gpu/precursor", "warning", 2, "ecc_corrected"),
+    (46, "gpu/hbm_uncorrectable", "error", 1, None),
+    (47, "gpu/sram_uncorrectable", "error", 1, None),
+    (57, "gpu/precursor", "warning", 1, "retirement_pending"),
+]
+_EV_COLS = ["line_no", "failure_mode", "severity", "count", "flags"]
+
+
+def _v100_copy(tmp_path: Path) -> tuple[Path, Path]:
+    """The two V100 snapshots as one host's collection files, named as gathered."""
+    t10 = tmp_path / "gpu01-2025-06-01T10.txt"
+    t11 = tmp_path / "gpu01-2025-06-01T11.txt"
+    t10.write_text(V100_T10.read_text())
+    t11.write_text(V100_T11.read_text())
+    return t10, t11
+
+
+def test_v100_layout_is_read() -> None:
+    """The V100 layout (Single/Double Bit per memory structure) fills its columns:
+    T11 by hand: aggregate DBE Device Memory 1, Register File 1, Total 2, Texture
+    Memory N/A (null); SBE Device Memory 5; retired pages 1 / 1, pending Yes;
+    ``Remapped Rows : N/A`` leaves the remap flags null."""
+    snap = parse_nvsmi(V100_T11.read_text(), tz="UTC").row(0, named=True)
+    assert snap["device"] == "0000:1a:00"
+    assert snap["n_aggregate_dbe_device_memory"] == 1
+    assert snap["n_aggregate_dbe_register_file"] == 1
+    assert snap["n_aggregate_dbe_total"] == 2
+    assert snap["n_aggregate_dbe_texture_memory"] is None
+    assert snap["n_aggregate_sbe_device_memory"] == 5
+    assert snap["n_volatile_dbe_device_memory"] == 1
+    assert (snap["n_retired_sbe_pages"], snap["n_retired_dbe_pages"]) == (1, 1)
+    assert snap["is_retirement_pending"] is True
+    assert snap["is_remap_pending"] is None
+    assert snap["n_aggregate_dram_ue"] is None  # not the Ampere layout
+    assert snap["field_line_no"]["n_aggregate_dbe_device_memory"] == 46
+
+
+def test_v100_double_bit_events_within_a_file() -> None:
+    """T10 then T11 as one ``nvidia-smi -l`` file (lines of T11 + 61): the DBE in
+    Device Memory is an HBM uncorrectable event, in the Register File an SRAM one;
+    the SBE rise is a corrected-error warning (count 2 = 5 - 3); the pending page
+    retirement a warning; the Total line makes no event of its own."""
+    text = V100_T10.read_text() + V100_T11.read_text()
+    events = nvsmi_events(parse_nvsmi(text, tz="UTC"), host="gpu01")
+    expected = [(line + 61, *rest) for line, *rest in V100_EVENTS]
+    assert events.select(_EV_COLS).rows() == expected
+    assert events["ts"].unique().to_list() == [datetime(2025, 6, 1, 11, tzinfo=UTC)]
+    assert "Double Bit / Device Memory: 0 -> 1 (+1)" in events["detail"][1]
+
+
+def test_v100_first_snapshot_alone_has_no_ecc_events() -> None:
+    """T10 alone: its counts (SBE 3) are from before observation, pending No: no
+    event. T11 alone: only its standing state, the pending retirement (line 57)."""
+    assert nvsmi_events(parse_nvsmi(V100_T10.read_text(), tz="UTC")).height == 0
+    events = nvsmi_events(parse_nvsmi(V100_T11.read_text(), tz="UTC"))
+    assert events.select(_EV_COLS).rows() == [V100_EVENTS[-1]]
+
+
+def test_retired_pages_pending_older_driver_key() -> None:
+    """Older drivers print ``Retired Pages → Pending : Yes``; it is the same flag."""
+    text = V100_T11.read_text().replace(
+        "Pending Page Blacklist    ", "Pending" + " " * 19
+    )
+    assert "        Pending                           : Yes" in text
+    snap = parse_nvsmi(text, tz="UTC")
+    assert snap["is_retirement_pending"].to_list() == [True]
+
+
+@pytest.mark.parametrize("order", ["in_time_order", "reversed"])
+def test_v100_files_compared_across_ingests(tmp_path: Path, order: str) -> None:
+    """One host's two collection files ingested one by one into a store on disk
+    (separate Store opens, as separate ``relkit ingest`` runs): T11's source holds
+    the four events of V100_EVENTS at its own lines, whatever the order. In reverse
+    order, T11 first has only its pending retirement; ingesting T10 derives T11's
+    events again and updates its counts (n_loaded 4, n_ignored 61 - 4)."""
+    t10, t11 = _v100_copy(tmp_path)
+    db = tmp_path / "s.duckdb"
+    paths = [t10, t11] if order == "in_time_order" else [t11, t10]
+    results = []
+    for path in paths:
+        with Store(db) as store:
+            results.append(read_nvsmi(store, path, tz="UTC", host="gpu01"))
+    with Store(db, read_only=True) as store:
+        sources = store.table("sources")
+        events = store.table("events")
+    sid = {Path(p).name: s for s, p in sources.select("source_id", "path").rows()}
+    mine = events.filter(source_id=sid[t11.name]).sort("line_no")
+    assert mine.select(_EV_COLS).rows() == V100_EVENTS
+    assert events.filter(source_id=sid[t10.name]).height == 0
+    row = sources.filter(source_id=sid[t11.name]).row(0, named=True)
+    assert (row["n_lines"], row["n_loaded"], row["n_ignored"]) == (61, 4, 57)
+    assert "compared with 1 snapshot(s) of host gpu01" in results[1].note
+    if order == "reversed":
+        assert results[0].n_loaded == 1  # alone: the pending retirement only
+        assert f"events of source(s) {sid[t11.name]} derived again" in results[1].note
+        assert t10.name in mine["detail"][0]
+
+
+def test_v100_files_any_order_on_one_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``relkit ingest --kind nvsmi T11 T10`` (later file first): the store ends with
+    T11's four events (V100_EVENTS), as in time order; the summary says what each
+    file held and that T11's events were derived again."""
+    t10, t11 = _v100_copy(tmp_path)
+    db = tmp_path / "cli.duckdb"
+    argv = ["ingest", "--db", str(db), "--kind", "nvsmi", "--tz", "UTC"]
+    assert main([*argv, "--host", "gpu01", str(t11), str(t10)]) == 0
+    err = capsys.readouterr().err
+    assert "1 snapshot(s) of 1 GPU(s), ECC counters Single/Double Bit" in err
+    assert "derived again" in err
+    with Store(db, read_only=True) as store:
+        events = store.table("events").sort("line_no")
+    assert events.select(_EV_COLS).rows() == V100_EVENTS
+
+
+def test_counter_drop_between_files_is_a_reset(tmp_path: Path) -> None:
+    """A third file at 12:00 after a reboot: volatile DBE Device Memory 1 -> 0
+    (line 27 is its first fallen counter) and the pending page retired (Yes -> No):
+    one counter_reset info event, flags counter_reset and retirement_resolved."""
+    t10, t11 = _v100_copy(tmp_path)
+    text = t11.read_text().replace("11:00:00", "12:00:00")
+    for line in (18, 27, 28):  # volatile counts back to 0 after the reset
+        text = _set(text, line, "0")
+    text = _set(_set(_set(text, 25, "0"), 34, "0"), 57, "No")
+    t12 = tmp_path / "gpu01-2025-06-01T12.txt"
+    t12.write_text(text)
+    store = Store(":memory:")
+    for path in (t12, t10, t11):
+        read_nvsmi(store, path, tz="UTC", host="gpu01")
+    sid = dict(store.table("sources").select("path", "source_id").rows())
+    reset = store.table("events").filter(source_id=sid[str(t12)])
+    assert reset.select("line_no", "failure_mode", "severity").rows() == [
+        (18, "gpu/counter_reset", "info")
+    ]
+    assert reset["flags"][0].split(",") == ["counter_reset", "retirement_resolved"]
+    assert store.table("events").filter(source_id=sid[str(t11)]).height == 4
+
+
+def _a100_block(hour: int, pending: str, failure: str = "No") -> str:
+    """C06's 1c section (Ampere layout) alone at ``hour``:00 with Remapped Rows
+    Pending / Remapping Failure Occurred set (lines 31 and 32 of the block)."""
+    head = C06_PARTS[0].read_text().split("\n")[:8]
+    head[3] = head[3].replace("10:00:00", f"{hour:02d}:00:00")
+    text = "\n".join(head) + "\n" + C06_PARTS[1].read_text()
+    return _set(_set(text, 31, pending), 32, failure)
+
+
+def test_pending_remap_once_per_appearance() -> None:
+    """Pending: Yes at 10:00 and 11:00 is one warning (10:00, line 31); No at 12:00
+    resolves it (a counter_reset, remap_resolved); Yes again at 13:00 is a new
+    warning (line 31 + 3 × 39 = 148; a block is 8 + 31 lines)."""
+    blocks = [_a100_block(10, "Yes"), _a100_block(11, "Yes")]
+    blocks += [_a100_block(12, "No"), _a100_block(13, "Yes")]
+    assert [b.count("\n") for b in blocks] == [39] * 4
+    events = nvsmi_events(parse_nvsmi("".join(blocks), tz="UTC"))
+    pending = events.filter(pl.col("flags").str.contains("remap_pending"))
+    assert pending["line_no"].to_list() == [31, 148]
+    assert pending["ts"].dt.hour().to_list() == [10, 13]
+    resolved = events.filter(failure_mode="gpu/counter_reset")
+    assert resolved["line_no"].to_list() == [31 + 2 * 39]
+    assert "remap_resolved" in resolved["flags"][0]
+
+
+def test_remap_failure_not_repeated_across_files(tmp_path: Path) -> None:
+    """Remapping Failure Occurred: Yes in two files of one GPU (10:00, 11:00) is one
+    RMA event, in the first file at line 32; the second file adds none."""
+    store = Store(":memory:")
+    for hour in (11, 10):
+        path = tmp_path / f"n1-{hour}.txt"
+        path.write_text(_a100_block(hour, "No", failure="Yes"))
+        read_nvsmi(store, path, tz="UTC", host="n1")
+    events = store.table("events")
+    assert events.select("line_no", "failure_mode", "ts").rows() == [
+        (32, "gpu/row_remap_failure", datetime(2025, 6, 9, 10, tzinfo=UTC))
+    ]
+
+
+def test_other_host_is_not_compared(tmp_path: Path) -> None:
+    """Snapshots of another host never serve as a baseline: T10 of host gpu02 and
+    T11 of gpu01 give T11 only its pending retirement (line 57)."""
+    t10, t11 = _v100_copy(tmp_path)
+    store = Store(":memory:")
+    read_nvsmi(store, t10, tz="UTC", host="gpu02")
+    result = read_nvsmi(store, t11, tz="UTC", host="gpu01")
+    assert result.n_loaded == 1
+    assert "compared with" not in (result.note or "")
