@@ -3,11 +3,16 @@
 ``nvidia-smi -q`` (also ``-d ECC,ROW_REMAPPER`` and repeated ``-l`` blocks)
 prints one block per run: a ``==============NVSMI LOG==============`` banner, a
 zone-less ``Timestamp`` line, then one indented section per GPU headed
-``GPU 00000000:1B:00.0``. :func:`parse_nvsmi` turns the text into one row per
-snapshot and GPU, :func:`nvsmi_events` turns consecutive snapshots of a GPU
-into events (new uncorrectable errors from the *aggregate* deltas, counter
-resets, resolved remaps, remap failures), and :func:`read_nvsmi` writes those
-events to the store with every line accounted for.
+``GPU 00000000:1B:00.0``. Both ECC layouts are read: A100/H100 ``SRAM/DRAM
+Correctable/Uncorrectable`` and the V100 (Volta and older) ``Single Bit/Double
+Bit`` counts per memory structure. :func:`parse_nvsmi` turns the text into one
+row per snapshot and GPU, :func:`nvsmi_events` turns consecutive snapshots of a
+GPU into events (new uncorrectable and corrected errors from the *aggregate*
+deltas, counter resets, pending remaps and page retirements, remap failures),
+and :func:`read_nvsmi` writes those events to the store with every line
+accounted for, keeping the snapshots (table ``gpu_snapshots``) so that files of
+one host collected one by one are compared in time order whatever the order
+they are ingested in.
 """
 
 import gzip
@@ -136,8 +141,8 @@ _STATES = {
         "gpu/precursor",
         "warning",
         "remap_pending",
-        "warning: a row remap waits for a GPU reset (Remapped Rows / Pending: Yes); the "
-        "uncorrectable error behind it is in the DRAM Uncorrectable count",
+        "warning: a row remap waits for a GPU reset (Remapped Rows / Pending: "
+        "Yes); the uncorrectable error behind it is in the DRAM Uncorrectable count",
     ),
     "is_retirement_pending": (
         "gpu/precursor",
@@ -438,8 +443,13 @@ def parse_nvsmi(
           ``ECC Errors`` section (``Uncorrectable Parity`` and ``SEC-DED`` on
           drivers that split SRAM uncorrectable errors); volatile counts since the
           last driver load, aggregate counts over the GPU's life (inforom).
+        - ``n_{volatile,aggregate}_{sbe,dbe}_{device_memory, register_file,
+          l1_cache, l2_cache, texture_memory, texture_shared, cbu, total}``
+          (Int64): the V100 layout, ``ECC Errors → Volatile|Aggregate → Single
+          Bit|Double Bit → Device Memory, Register File, …, Total``.
         - ``n_retired_sbe_pages``, ``n_retired_dbe_pages`` (Int64),
-          ``is_retirement_pending`` (Boolean): ``Retired Pages``.
+          ``is_retirement_pending`` (Boolean): ``Retired Pages`` (``Pending Page
+          Blacklist``, or ``Pending`` on older drivers).
         - ``n_remapped_ce_rows``, ``n_remapped_ue_rows`` (Int64),
           ``is_remap_pending``, ``is_remap_failure`` (Boolean): ``Remapped Rows``
           (``Correctable Error``, ``Uncorrectable Error``, ``Pending``,
@@ -689,17 +699,30 @@ def nvsmi_events(snapshots: pl.DataFrame, *, host: str | None = None) -> pl.Data
         The ``events`` table's columns without ``source_id``, sorted by
         ``line_no``; ``ts`` is the later snapshot's time. Rows:
 
-        - ``gpu/hbm_uncorrectable`` (``DRAM Uncorrectable``) or
-          ``gpu/sram_uncorrectable`` (``SRAM Uncorrectable``, ``… Parity``,
-          ``… SEC-DED``), severity ``error``: an aggregate uncorrectable counter
-          rose; ``count`` is the increase, ``line_no`` the counter's line.
+        - ``gpu/hbm_uncorrectable`` (``DRAM Uncorrectable``; V100 ``Double Bit
+          → Device Memory``) or ``gpu/sram_uncorrectable`` (``SRAM
+          Uncorrectable``, ``… Parity``, ``… SEC-DED``; V100 ``Double Bit →
+          Register File``, ``L1 Cache``, ``L2 Cache``, ``Texture Memory``,
+          ``Texture Shared``, ``CBU``), severity ``error``: an aggregate
+          uncorrectable counter rose; ``count`` is the increase, ``line_no`` the
+          counter's line. One event per counter that rose; ``Total`` (their sum)
+          makes none.
+        - ``gpu/precursor``, severity ``warning`` (category info; never a
+          failure), flag ``ecc_corrected``: an aggregate corrected counter rose
+          (``SRAM/DRAM Correctable``; V100 ``Single Bit`` per structure but
+          ``Total``); ``count`` is the increase.
+        - ``gpu/precursor``, severity ``warning``, flag ``remap_pending``:
+          ``Remapped Rows → Pending`` turned ``Yes`` (a remap waits for a GPU
+          reset; Xid 63's signal), or flag ``retirement_pending``: ``Retired
+          Pages → Pending Page Blacklist`` (V100) turned ``Yes``.
         - ``gpu/counter_reset``, severity ``info`` (category info; never a
           failure): counters fell between snapshots, a GPU reset, reboot or
           driver reload (flag ``counter_reset``; ``aggregate_reset`` too when an
           aggregate count fell: inforom cleared or GPU replaced), and/or a
-          pending remap cleared (flag ``remap_resolved``, detail "remap resolved
-          by reset"). One event per GPU and interval, at the first fallen
-          counter's line (else the ``Pending`` line); ``count`` is 1.
+          pending remap or page retirement cleared (flags ``remap_resolved`` /
+          ``retirement_resolved``, detail "remap resolved by reset"). One event
+          per GPU and interval, at the first fallen counter's line (else the
+          ``Pending`` line); ``count`` is 1.
         - ``gpu/row_remap_failure``, severity ``critical``, flag
           ``rma_signal``: ``Remapping Failure Occurred`` turned ``Yes`` (or is
           ``Yes`` in the GPU's first snapshot), the RMA criterion for A100/H100.
@@ -711,7 +734,8 @@ def nvsmi_events(snapshots: pl.DataFrame, *, host: str | None = None) -> pl.Data
 
     Notes
     -----
-    Snapshots of a GPU are compared in file order (``block_no``) with the last
+    Snapshots of a GPU are compared in time order (``snapshot_ts``, then
+    ``block_no``; snapshots without a ``Timestamp`` in file order) with the last
     known value of each counter, so an ``N/A`` or malformed value in between
     does not hide an increase. New uncorrectable errors come from the
     **aggregate** delta, never the volatile one: volatile counts restart at 0
@@ -719,10 +743,16 @@ def nvsmi_events(snapshots: pl.DataFrame, *, host: str | None = None) -> pl.Data
     ``1c``, volatile DRAM UE 1 → 0 is a reset, aggregate 3 → 3 means no new
     error). A fall is never emitted as a negative count. The first snapshot of a
     GPU is the baseline: its absolute counts are errors from before the
-    observation window, not new events (only a remap failure, a standing state,
-    is reported there). Correctable counts, retired pages and remapped-row
-    counts are kept in the snapshots but make no events (the uncorrectable
-    error behind a remapped row is already in the aggregate count).
+    observation window, not new events. Standing states (a pending remap, a
+    pending page retirement, a remap failure) are state, not deltas: each is an
+    event in the first snapshot that shows it, the GPU's first included, and
+    again only after a snapshot showed it cleared (``No``; ``N/A`` keeps the
+    last known state), so a GPU sampled every hour with a pending remap makes
+    one warning, not one per hour. Retired-page and remapped-row counts are
+    kept in the snapshots but make no events (the uncorrectable error behind a
+    retired page or remapped row is already in the aggregate count); a
+    pending remap is a warning, not a failure (the failure is that error, and
+    NVIDIA's guidance is a GPU reset, after which the remap applies).
 
     Examples
     --------
@@ -985,10 +1015,25 @@ def read_nvsmi(
     Notes
     -----
     Writes ``events``, ``rejects``, ``ignored`` (``source_id, reason,
-    n_lines``) and the ``sources`` row (``n_ignored`` set) in one
-    :meth:`Store.transaction`; the snapshots themselves are not stored. See
+    n_lines``), ``gpu_snapshots`` (one row per snapshot and GPU: ``host,
+    device, snapshot_ts``, the values read as JSON ``fields``) and the
+    ``sources`` row (``n_ignored`` set) in one :meth:`Store.transaction`. See
     :func:`nvsmi_events` for which deltas become events (first snapshots are a
     baseline).
+
+    Files of one host (``host``) are compared with each other: this file's
+    snapshots join those of the same host already in the store (other paths;
+    the sources a ``replace`` drops are left out), each GPU's timeline is read
+    in time order, and an event belongs to the file of the later snapshot, at
+    its line. A file older than files already stored (``relkit ingest T11
+    T10``) makes the later files' events change: they are derived again in the
+    same transaction (their ``events``, ``ignored`` and ``sources`` counts
+    replaced), and the result's ``note`` names them. So the store ends the
+    same whatever the order of ingest. The ``note`` also says how many
+    snapshots and GPUs the file held, which ECC layout, and how many stored
+    snapshots it was compared with. Stores from before schema 5 hold no
+    snapshots, so their nvsmi files are not compared (re-ingest them with
+    ``--replace``).
 
     Examples
     --------
