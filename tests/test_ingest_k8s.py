@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from shared_paths import SHARED
 
-from relkit.errors import IngestError
+from relkit.errors import IngestError, InvalidParameterError
 from relkit.ingest import read_k8s
 from relkit.interruptions import build_interruptions, build_job_attempts
 from relkit.store import Store
@@ -277,3 +277,202 @@ def test_pseudonymized_rejects_hold_no_names(
     assert "alice" not in str(rejects.rows())
     assert rejects["reason"][0].startswith("Pod job-")
     assert json.loads(rejects["raw"][0])["metadata"]["name"].startswith("job-")
+
+
+# -- issue 10 §5: Kubernetes as it comes --------------------------------------------
+DATA = Path(__file__).parent / "data"
+GANG = DATA / "k8s_podlist_gang.json"  # a PodList as client-go returns it
+INIT = DATA / "k8s_init_failures.json"  # a bare JSON array, no kind
+
+
+def _attempts_and_interruptions(
+    store: Store, **kw: object
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    from relkit.interruptions import job_interruptions
+
+    return job_interruptions(
+        store.table("jobs"), store.table("job_nodes"), store.table("events"), **kw
+    )
+
+
+def test_client_go_podlist_without_kind_is_read_by_shape() -> None:
+    """k8s_podlist_gang.json is ``{"metadata": {...}, "items": [...]}`` with no
+    ``kind``/``apiVersion`` anywhere (client-go's typed PodList marshalled to
+    JSON). Hand count: 5 items, all pods (``spec.containers``), all loaded;
+    the summary says they were read by shape."""
+    store = Store(":memory:")
+    result = read_k8s(store, GANG)
+    assert (result.n_lines, result.n_loaded, result.n_ignored) == (5, 5, 0)
+    assert result.note is not None
+    assert "5 object(s) without kind read by their shape (5 Pod" in result.note
+    assert sorted(store.table("jobs")["job_id"].unique()) == ["etl-daily", "llm-train"]
+
+
+def test_four_pod_job_failing_together_is_one_interruption() -> None:
+    """The 4 pods of Job llm-train (8 nvidia.com/gpu each, started 08:00:03,
+    containers failed at 20:00:05, :12, :20, :31, i.e. within 26 s) are one
+    interruption with 4 x 8 = 32 GPUs. The window is the attempt's span,
+    08:00:03 to 20:00:31 = 43 228 s = 12.00778 h; one interruption: MTTI
+    12.00778 h. Counting each pod (the old reading, gang_window_s=0 here) gives
+    4 interruptions of 8 GPUs and an MTTI of 12.00778 / 4 = 3.00194 h."""
+    from relkit.interruptions import interruption_summary
+
+    store = Store(":memory:")
+    result = read_k8s(store, GANG)
+    assert result.note is not None
+    assert "counted as 1 attempt(s)" in result.note
+    attempts, iv = _attempts_and_interruptions(store, gpus_per_node=8)
+    train = iv.filter(job_id="llm-train")
+    assert train.select("attempt", "state", "n_gpus", "n_nodes").rows() == [
+        (1, "FAILED", 32, 4)
+    ]
+    summary = interruption_summary(iv, attempts, job_ids=["llm-train"])
+    assert summary.n_unexpected == 1
+    assert summary.mtbi_unexpected_h == pytest.approx(43228 / 3600)
+    # each pod its own attempt (window 0 s: the ends differ): four, MTTI / 4
+    apart = Store(":memory:")
+    read_k8s(apart, GANG, gang_window_s=0)
+    attempts, iv = _attempts_and_interruptions(apart, gpus_per_node=8)
+    train = iv.filter(job_id="llm-train")
+    assert train["n_gpus"].to_list() == [8, 8, 8, 8]
+    summary = interruption_summary(iv, attempts, job_ids=["llm-train"])
+    assert summary.mtbi_unexpected_h == pytest.approx(43228 / 3600 / 4)
+
+
+def test_pod_without_gpu_request_has_zero_gpus() -> None:
+    """etl-daily's pod asks for cpu and memory only (no nvidia.com/gpu in
+    limits or requests): 0 GPUs, and no per-node default is charged even when
+    one is given (gpus_per_node=8 used to make it 8 GPUs)."""
+    store = Store(":memory:")
+    read_k8s(store, GANG)
+    etl = store.table("jobs").filter(job_id="etl-daily")
+    assert etl["n_gpus"].to_list() == [0]
+    attempts, iv = _attempts_and_interruptions(store, gpus_per_node=8)
+    row = attempts.filter(job_id="etl-daily").row(0, named=True)
+    assert (row["n_gpus"], row["gpus_assumed"]) == (0, False)
+    assert iv.filter(job_id="etl-daily")["lost_gpu_h"].to_list() == [0.0]
+
+
+def test_init_container_failures_are_attempts() -> None:
+    """k8s_init_failures.json, a bare JSON array without kinds. Hand count:
+    prep-data-tx7pq's init container fetch-shards exited 1 (Error) at
+    10:02:10 after starting 10:00:04 (126 s), restartPolicy Never: one failed
+    attempt of prep-data. eval-suite-m2k9d's init container wait-for-ckpt is
+    in CrashLoopBackOff with restartCount 3: three failed runs, the last
+    (exit 1, 11:03:40-11:03:41) in lastState, two of unknown time. The Job
+    prep-data (spec.template, backoffLimit) is read by shape as the Job's
+    own record (attempt 0, BackoffLimitExceeded); its failed: 1 is the pod
+    above, so no attempt is added. The Service-like object is ignored."""
+    store = Store(":memory:")
+    result = read_k8s(store, INIT)
+    assert (result.n_lines, result.n_loaded, result.n_ignored) == (4, 3, 1)
+    jobs = store.table("jobs").sort("job_id", "attempt")
+    prep = jobs.filter(job_id="prep-data")
+    assert prep.select(
+        "attempt", "state", "exit_code", "reason", "elapsed_s"
+    ).rows() == [
+        (0, "FAILED", None, "BackoffLimitExceeded", 134.0),
+        (1, "FAILED", "1", "Error", 126.0),
+    ]
+    assert prep["flags"][1] == "init_container=fetch-shards"
+    ev = jobs.filter(job_id="eval-suite")
+    assert ev["attempt"].to_list() == [1, 2, 3]
+    assert ev["state"].to_list() == ["FAILED"] * 3
+    assert ev["exit_code"].to_list() == [None, None, "1"]
+    assert all("init_container=wait-for-ckpt" in f for f in ev["flags"])
+    _, iv = _attempts_and_interruptions(store)
+    assert iv.group_by("job_id").len().sort("job_id").rows() == [
+        ("eval-suite", 3),
+        ("prep-data", 1),
+    ]
+    ignored = store.table("ignored")["reason"].to_list()
+    assert ignored == ["no_kind_not_a_pod_or_job"]
+
+
+def test_joblist_without_kind_and_workloads_that_are_not_jobs(tmp_path: Path) -> None:
+    """A JobList as client-go returns it (no kind on the list or its items):
+    the Job (spec.template with completions/backoffLimit, status.failed 2) is
+    read by shape; a Deployment-shaped item (spec.template with replicas, no
+    Job key) is not taken for a Job. Hand count: 1 Job row (attempt 0) and
+    the 2 failed pods it counts that the list does not hold, as attempts of
+    unknown cause; 1 ignored."""
+    job = {
+        "metadata": {"name": "sweep-7", "namespace": "ml", "uid": "u1"},
+        "spec": {
+            "completions": 1,
+            "parallelism": 1,
+            "backoffLimit": 1,
+            "template": {"spec": {"containers": [{"name": "c"}]}},
+        },
+        "status": {
+            "failed": 2,
+            "startTime": "2025-07-01T08:00:00Z",
+            "conditions": [
+                {
+                    "type": "Failed",
+                    "status": "True",
+                    "reason": "BackoffLimitExceeded",
+                    "lastTransitionTime": "2025-07-01T09:00:00Z",
+                }
+            ],
+        },
+    }
+    deploy = {
+        "metadata": {"name": "web", "namespace": "ml"},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "w"}]}}},
+        "status": {"replicas": 2, "readyReplicas": 2},
+    }
+    f = tmp_path / "jobs.json"
+    f.write_text(
+        json.dumps({"metadata": {"resourceVersion": "9"}, "items": [job, deploy]})
+    )
+    store = Store(":memory:")
+    result = read_k8s(store, f)
+    assert (result.n_lines, result.n_loaded, result.n_ignored) == (2, 1, 1)
+    rows = store.table("jobs").sort("attempt")
+    assert rows.select("attempt", "state", "flags").rows() == [
+        (0, "FAILED", "job_level_record"),
+        (1, "FAILED", "pod_not_in_dump,cause_not_in_record"),
+        (2, "FAILED", "pod_not_in_dump,cause_not_in_record"),
+    ]
+
+
+def test_pods_failing_apart_or_one_pod_twice_are_separate_attempts(
+    tmp_path: Path,
+) -> None:
+    """Two pods of job j: pod a fails at 10:00:00, pod b at 12:00:00 (2 h
+    apart, beyond the 60 s window): 2 attempts. Pod c of job k restarted once
+    (lastState failed 10:00:00) and failed again at 10:00:30: a pod is in an
+    attempt at most once, so 2 attempts although 30 s apart."""
+
+    def pod(name: str, job: str, end: str, **status: object) -> dict:
+        term = _terminated(1, "Error", "2025-07-01T08:00:00Z", end)
+        return {
+            "metadata": {"name": name, "labels": {"job-name": job}},
+            "spec": {"nodeName": f"n-{name}", "containers": [{"name": "x"}]},
+            "status": {
+                "phase": "Failed",
+                "startTime": "2025-07-01T08:00:00Z",
+                "containerStatuses": [{"name": "x", "state": term, **status}],
+            },
+        }
+
+    last = _terminated(1, "Error", "2025-07-01T08:00:00Z", "2025-07-01T10:00:00Z")
+    f = tmp_path / "pods.json"
+    items = [
+        pod("a", "j", "2025-07-01T10:00:00Z"),
+        pod("b", "j", "2025-07-01T12:00:00Z"),
+        pod("c", "k", "2025-07-01T10:00:30Z", restartCount=1, lastState=last),
+    ]
+    f.write_text(json.dumps(items))
+    store = Store(":memory:")
+    read_k8s(store, f)
+    _, iv = _attempts_and_interruptions(store)
+    assert iv.sort("job_id", "attempt").select("job_id", "attempt").rows() == [
+        ("j", 1),
+        ("j", 2),
+        ("k", 1),
+        ("k", 2),
+    ]
+    with pytest.raises(InvalidParameterError, match="gang_window_s"):
+        read_k8s(Store(":memory:"), f, gang_window_s=-1)

@@ -1,7 +1,9 @@
 r"""Read Kubernetes pod and job records (``kubectl get -o json``) into the job tables.
 
-A pod's container restarts are attempts of its job; the job is the pod's
-``job-name`` label (or its owning Job), else the pod itself. Go's zero time
+A pod's container (and failed init container) runs are attempts of its job;
+the job is the pod's ``job-name`` label (or its owning Job), else the pod
+itself, and the pods of one job that end together are one attempt. Items of
+a client-go list without ``kind`` are told by their shape. Go's zero time
 (``0001-01-01T00:00:00Z``) and nulls are missing values, never instants; a pod
 taken off its node by the taint manager is an infrastructure interruption; a
 Job's ``BackoffLimitExceeded`` is its terminal state, not another failure; a
@@ -9,6 +11,7 @@ pending pod has no runtime (its wait is queue time). Case C13 of
 ``cases/README.md`` pins each rule.
 """
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,390 +19,22 @@ from typing import Any
 
 import polars as pl
 
-from relkit.errors import IngestError
+from relkit.errors import IngestError, InvalidParameterError
 from relkit.ingest._common import IngestResult, Parsed, check_file, ingest
+from relkit.ingest._k8s_pods import (
+    DISRUPTION_STATES,
+    GANG_WINDOW_S,
+    as_dict,
+    job_rows,
+    kind_of,
+    number_attempts,
+    pod_rows,
+)
 from relkit.ingest._pseudonym import load_pseudonym_key, pseudonymize
 from relkit.schema import UTC as UTC_DTYPE
 from relkit.store import Store
 
-__all__ = ["DISRUPTION_STATES", "read_k8s"]
-
-#: ``DisruptionTarget`` condition reason -> the job state relkit records.
-#: ``DeletionByTaintManager`` (NoExecute taint, e.g. a node not ready),
-#: ``TerminationByKubelet`` (node-pressure eviction, graceful node shutdown) and
-#: ``DeletionByPodGC`` (the node is gone) are infrastructure: ``NODE_FAIL``;
-#: ``PreemptionByScheduler`` is ``PREEMPTED``; ``EvictionByEvictionAPI``
-#: (``kubectl drain``, an operator's planned action) is ``REQUEUED``.
-DISRUPTION_STATES: dict[str, str] = {
-    "DeletionByTaintManager": "NODE_FAIL",
-    "TerminationByKubelet": "NODE_FAIL",
-    "DeletionByPodGC": "NODE_FAIL",
-    "PreemptionByScheduler": "PREEMPTED",
-    "EvictionByEvictionAPI": "REQUEUED",
-}
-
-_GO_ZERO_YEAR = 1
-_GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
-
-
-def _ts(value: object) -> datetime | None:
-    """Parse an RFC 3339 instant; None for null, empty and Go's zero time."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None or parsed.year <= _GO_ZERO_YEAR:
-        return None
-    return parsed.astimezone(UTC)
-
-
-def _bad_ts(value: object) -> bool:
-    """Tell a non-empty time string that is not RFC 3339."""
-    if not isinstance(value, str) or not value.strip():
-        return False
-    try:
-        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return True
-    return parsed.tzinfo is None
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _gpus(spec: dict[str, Any]) -> int | None:
-    total, seen = 0, False
-    for container in spec.get("containers") or []:
-        resources = _dict(_dict(container).get("resources"))
-        for part in ("limits", "requests"):
-            values = _dict(resources.get(part))
-            hits = [values[r] for r in _GPU_RESOURCES if r in values]
-            if hits:
-                try:
-                    total += sum(int(str(h)) for h in hits)
-                except ValueError:
-                    return None
-                seen = True
-                break
-    return total if seen else None
-
-
-def _job_of(meta: dict[str, Any]) -> str:
-    labels = _dict(meta.get("labels"))
-    for key in ("batch.kubernetes.io/job-name", "job-name"):
-        if labels.get(key):
-            return str(labels[key])
-    for owner in meta.get("ownerReferences") or []:
-        if _dict(owner).get("kind") == "Job" and _dict(owner).get("name"):
-            return str(owner["name"])
-    return str(meta.get("name"))
-
-
-def _index_of(meta: dict[str, Any]) -> int | None:
-    for where in ("labels", "annotations"):
-        value = _dict(meta.get(where)).get("batch.kubernetes.io/job-completion-index")
-        if value is not None and str(value).isdigit():
-            return int(value)
-    return None
-
-
-def _terminated_state(term: dict[str, Any]) -> tuple[str, str | None]:
-    reason = term.get("reason")
-    code = term.get("exitCode")
-    if reason == "OOMKilled":
-        return "OUT_OF_MEMORY", None if code is None else str(code)
-    if code == 0 or reason == "Completed":
-        return "COMPLETED", "0"
-    if code is None:
-        return "FAILED", None
-    return "FAILED", str(code)
-
-
-#: Kubelet eviction messages that blame the pod's own limits, not the node
-#: (``pkg/kubelet/eviction/helpers.go``); other evictions are node pressure.
-_OWN_LIMIT = ("exceeds the total limit", "exceeded its local ephemeral storage")
-#: The state that speaks for a pod whose containers ended differently.
-_POD_STATE_PRIORITY = ("NODE_FAIL", "OUT_OF_MEMORY", "FAILED", "COMPLETED")
-
-
-def _eviction(status: dict[str, Any]) -> tuple[str, str] | None:
-    """(state, flag) of a pod the kubelet evicted, or None."""
-    if status.get("reason") != "Evicted":
-        return None
-    message = str(status.get("message") or "")
-    if any(m in message for m in _OWN_LIMIT):
-        return "FAILED", "evicted_own_limit"
-    return "NODE_FAIL", "evicted_node_pressure"
-
-
-def _restarts(container: dict[str, Any]) -> int:
-    value = container.get("restartCount") or 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        msg = f"restartCount {value!r} is not a whole number >= 0"
-        raise ValueError(msg)
-    return value
-
-
-def _container_rows(
-    container: dict[str, Any], tag: str | None
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Return a container's ended runs before the current one, and its state.
-
-    A container restarted r times ended r runs: only the last is in
-    ``lastState``; the earlier ones failed (a restart follows an exit), but
-    when, why and with which code is not in the record.
-    """
-    restarts = _restarts(container)
-    last = _dict(_dict(container.get("lastState")).get("terminated"))
-    flag = None if tag is None else f"container={tag}"
-    rows: list[dict[str, Any]] = []
-    for _ in range(1, restarts if last else restarts + 1):
-        rows.append(
-            {
-                "state": "FAILED",
-                "exit_code": None,
-                "reason": None,
-                "start_ts": None,
-                "end_ts": None,
-                "flags": ",".join(f for f in ("cause_not_in_record", flag) if f),
-            }
-        )
-    if last and restarts >= 1:
-        state, code = _terminated_state(last)
-        rows.append(
-            {
-                "state": state,
-                "exit_code": code,
-                "reason": last.get("reason"),
-                "start_ts": _ts(last.get("startedAt")),
-                "end_ts": _ts(last.get("finishedAt")),
-                "flags": flag,
-            }
-        )
-    return rows, _dict(container.get("state"))
-
-
-def _time_order(row: dict[str, Any]) -> tuple[int, datetime]:
-    """Sort key of ended runs: unknown times first, then by end (or start)."""
-    at = row["end_ts"] or row["start_ts"]
-    return (0, datetime.min.replace(tzinfo=UTC)) if at is None else (1, at)
-
-
-def _pod_rows(
-    item: dict[str, Any], snapshot: datetime | None, *, hide_names: bool = False
-) -> list[dict[str, Any]]:
-    """Return one pod's attempts (time order) as job rows without ``attempt``.
-
-    Every container's restarts end an attempt of the pod (a sidecar's
-    ``OOMKilled`` is kept, not merged away); the pod's current state is the
-    last attempt: running while any container runs, else the containers'
-    terminations merged (a failure speaks over a success).
-    """
-    meta, spec, status = (_dict(item.get(k)) for k in ("metadata", "spec", "status"))
-    for where, value in (
-        ("status.startTime", status.get("startTime")),
-        ("metadata.creationTimestamp", meta.get("creationTimestamp")),
-    ):
-        if _bad_ts(value):
-            msg = f"{where} is not an RFC 3339 time: {value!r}"
-            raise ValueError(msg)
-    base = {
-        "job_id": _job_of(meta),
-        "name": meta.get("name"),
-        "namespace": meta.get("namespace"),
-        "het_offset": _index_of(meta),
-        "submit_ts": _ts(meta.get("creationTimestamp")),
-        "n_nodes": 1 if spec.get("nodeName") else None,
-        "n_gpus": _gpus(spec),
-        "host": spec.get("nodeName"),
-        "_pod_start": _ts(status.get("startTime")),
-    }
-    if not status:
-        return [
-            {
-                **base,
-                "state": None,
-                "reason": None,
-                "start_ts": None,
-                "end_ts": None,
-                "flags": "no_status",
-            }
-        ]
-    conditions = [_dict(c) for c in status.get("conditions") or []]
-    disruption = next(
-        (
-            c
-            for c in conditions
-            if c.get("type") == "DisruptionTarget" and c.get("status") == "True"
-        ),
-        None,
-    )
-    evicted = None if disruption is not None else _eviction(status)
-    statuses = [_dict(c) for c in status.get("containerStatuses") or []]
-    phase = status.get("phase")
-    if not statuses:
-        scheduled = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
-        state = {"Pending": "PENDING", "Succeeded": "COMPLETED", "Running": "RUNNING"}
-        row = {
-            **base,
-            "state": state.get(str(phase), "FAILED" if phase == "Failed" else None),
-            "reason": (disruption or {}).get("reason")
-            or status.get("reason")
-            or scheduled.get("reason"),
-            "start_ts": None,
-            "end_ts": None,
-            "flags": None if phase else "no_phase",
-        }
-        if disruption is not None:
-            row["state"] = DISRUPTION_STATES.get(
-                str(disruption.get("reason")), "FAILED"
-            )
-            if disruption.get("reason") == "EvictionByEvictionAPI":
-                row["flags"] = "evicted_by_api"
-            row["end_ts"] = _ts(disruption.get("lastTransitionTime"))
-            row["start_ts"] = base["_pod_start"]
-        elif evicted is not None:
-            row["state"], row["flags"] = evicted
-            row["start_ts"] = base["_pod_start"]
-        return [row]
-    multi = len(statuses) > 1
-    ended: list[dict[str, Any]] = []
-    running: list[dict[str, Any]] = []
-    terminated: list[tuple[dict[str, Any], str | None]] = []
-    for k, container in enumerate(statuses, 1):
-        tag = (f"#{k}" if hide_names else str(container.get("name"))) if multi else None
-        rows, now = _container_rows(container, tag)
-        ended += rows
-        if "running" in now:
-            running.append(_dict(now["running"]))
-        elif "terminated" in now:
-            terminated.append((_dict(now["terminated"]), tag))
-    final: dict[str, Any] | None = None
-    if running:
-        # a container that ended for good while others run: an ended run
-        for term, tag in terminated:
-            state, code = _terminated_state(term)
-            if state != "COMPLETED":
-                ended.append(
-                    {
-                        "state": state,
-                        "exit_code": code,
-                        "reason": term.get("reason"),
-                        "start_ts": _ts(term.get("startedAt")),
-                        "end_ts": _ts(term.get("finishedAt")),
-                        "flags": None if tag is None else f"container={tag}",
-                    }
-                )
-        starts = [t for r in running if (t := _ts(r.get("startedAt"))) is not None]
-        final = {
-            "state": "RUNNING",
-            "exit_code": None,
-            "reason": None,
-            "start_ts": max(starts) if starts else None,
-            "end_ts": None,
-            "flags": None if snapshot is not None else "no_snapshot_ts",
-            "_censor": snapshot,
-        }
-    elif terminated:
-        states = [(_terminated_state(t), t, tag) for t, tag in terminated]
-        (state, code), term, tag = min(
-            states, key=lambda x: _POD_STATE_PRIORITY.index(x[0][0])
-        )
-        starts = [t for _, x, _ in states if (t := _ts(x.get("startedAt")))]
-        ends = [t for _, x, _ in states if (t := _ts(x.get("finishedAt")))]
-        flags = [] if tag is None else [f"container={tag}"]
-        final = {
-            "state": state,
-            "exit_code": code,
-            "reason": term.get("reason"),
-            "start_ts": min(starts) if starts else None,
-            "end_ts": max(ends) if ends else None,
-        }
-        if disruption is not None:
-            final["state"] = DISRUPTION_STATES.get(str(disruption.get("reason")), state)
-            final["reason"] = disruption.get("reason")
-            if final["reason"] == "EvictionByEvictionAPI":
-                flags.append("evicted_by_api")
-            if final["end_ts"] is None:
-                final["end_ts"] = _ts(disruption.get("lastTransitionTime"))
-                flags.append("end_from_disruption_condition")
-        elif evicted is not None and state != "COMPLETED":
-            final["state"] = evicted[0]
-            final["reason"] = "Evicted"
-            flags.append(evicted[1])
-        final["flags"] = ",".join(flags) or None
-    rows = sorted(ended, key=_time_order) + ([final] if final is not None else [])
-    if not rows:  # e.g. a container still being created: not started yet
-        waiting = _dict(_dict(statuses[0].get("state")).get("waiting"))
-        return [
-            {
-                **base,
-                "state": "PENDING",
-                "reason": waiting.get("reason"),
-                "start_ts": None,
-                "end_ts": None,
-                "flags": None,
-            }
-        ]
-    # the first attempt starts with the pod when its container time is missing
-    if rows[0]["start_ts"] is None and base["_pod_start"] is not None:
-        rows[0]["start_ts"] = base["_pod_start"]
-        rows[0]["flags"] = ",".join(
-            f for f in (rows[0]["flags"], "start_from_pod_start") if f
-        )
-    for row in rows:
-        if row["start_ts"] and row["end_ts"] and row["end_ts"] < row["start_ts"]:
-            msg = (
-                f"a container's finishedAt {row['end_ts'].isoformat()} is before "
-                f"its startedAt {row['start_ts'].isoformat()}; no duration can be "
-                "negative"
-            )
-            raise ValueError(msg)
-    return [{**base, **row} for row in rows]
-
-
-def _job_rows(item: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """Return a Job object's own terminal record and its count of failed pods."""
-    meta, status = _dict(item.get("metadata")), _dict(item.get("status"))
-    conditions = [_dict(c) for c in status.get("conditions") or []]
-    final = next(
-        (
-            c
-            for c in conditions
-            if c.get("type") in ("Failed", "Complete") and c.get("status") == "True"
-        ),
-        None,
-    )
-    if final is not None:
-        state = "FAILED" if final.get("type") == "Failed" else "COMPLETED"
-    elif int(status.get("active") or 0) > 0:
-        state = "RUNNING"
-    else:
-        state = "PENDING"
-    row = {
-        "job_id": str(meta.get("name")),
-        "name": meta.get("name"),
-        "namespace": meta.get("namespace"),
-        "het_offset": None,
-        "submit_ts": _ts(meta.get("creationTimestamp")),
-        "n_nodes": None,
-        "n_gpus": _gpus(
-            _dict(_dict(_dict(item.get("spec")).get("template")).get("spec"))
-        ),
-        "host": None,
-        "state": state,
-        "exit_code": None,
-        "reason": (final or {}).get("reason"),
-        "start_ts": _ts(status.get("startTime")),
-        "end_ts": _ts(status.get("completionTime"))
-        or _ts((final or {}).get("lastTransitionTime")),
-        "flags": "job_level_record",
-    }
-    failed = status.get("failed")
-    return row, int(failed) if isinstance(failed, int) and failed > 0 else 0
+__all__ = ["DISRUPTION_STATES", "GANG_WINDOW_S", "read_k8s"]
 
 
 def _items(path: Path) -> list[Any]:
@@ -415,16 +50,30 @@ def _items(path: Path) -> list[Any]:
         )
         raise IngestError(path, msg, line_no=exc.lineno) from exc
     if isinstance(doc, dict) and isinstance(doc.get("items"), list):
-        return list(doc["items"])
-    if isinstance(doc, dict) and doc.get("kind") in ("Pod", "Job"):
+        return list(doc["items"])  # List, PodList, JobList (kind or not)
+    if isinstance(doc, dict) and kind_of(doc)[0] in ("Pod", "Job"):
         return [doc]
     if isinstance(doc, list):
-        return doc
+        return doc  # a bare JSON array of objects
     msg = (
-        "no Kubernetes objects found: expected a List with 'items' or a Pod/Job "
-        "object, as `kubectl get pods,jobs -o json` prints."
+        "no Kubernetes objects found: expected a List with 'items' (a PodList "
+        "or JobList, with or without kind), a JSON array of objects, or one "
+        "Pod/Job object, as `kubectl get pods,jobs -o json` prints."
     )
     raise IngestError(path, msg)
+
+
+#: Largest ``gang_window_s``, seconds (an hour: longer merges separate failures).
+_MAX_WINDOW_S = 3600.0
+
+
+def _with_notes(result: IngestResult, notes: list[str]) -> IngestResult:
+    """Add the reader's notes to the ingest summary (printed on stderr)."""
+    if result.skipped or not notes:
+        return result
+    return dataclasses.replace(
+        result, note="; ".join(n for n in (result.note, *notes) if n)
+    )
 
 
 def _pseudonym(value: str, key: bytes, field: str) -> str:
@@ -440,8 +89,8 @@ def _raw(item: object, key: bytes | None) -> str:
     """
     if key is None:
         return json.dumps(item, sort_keys=True)[:2000]
-    obj = _dict(item)
-    meta = _dict(obj.get("metadata"))
+    obj = as_dict(item)
+    meta = as_dict(obj.get("metadata"))
     kept = {
         "kind": obj.get("kind"),
         "metadata": {
@@ -449,7 +98,7 @@ def _raw(item: object, key: bytes | None) -> str:
             for k, field in (("name", "name"), ("namespace", "user"))
             if isinstance(v := meta.get(k), str)
         },
-        "status": {"phase": _dict(obj.get("status")).get("phase")},
+        "status": {"phase": as_dict(obj.get("status")).get("phase")},
         "note": "other fields withheld by --pseudonymize",
     }
     return json.dumps(kept, sort_keys=True)
@@ -475,31 +124,41 @@ _JOB_SCHEMA = {
     "_pod_start": UTC_DTYPE,
     "_seq": pl.Int64,
     "_job_level": pl.Boolean,
+    "attempt": pl.Int32,
 }
 
 
-def _parse(path: Path, snapshot: datetime | None, key: bytes | None) -> Parsed:
+def _parse(
+    path: Path,
+    snapshot: datetime | None,
+    key: bytes | None,
+    window_s: float,
+    notes: list[str],
+) -> Parsed:
     items = _items(path)
     rows: list[dict[str, Any]] = []
     rejects: list[tuple[int, str, str]] = []
     ignored: dict[str, int] = {}
+    by_shape: dict[str, int] = {}
     job_failed: dict[tuple[str | None, str], tuple[int, int]] = {}
     for n, item in enumerate(items, 1):
-        kind = _dict(item).get("kind")
-        meta = _dict(_dict(item).get("metadata"))
+        kind, shaped = kind_of(item)
+        meta = as_dict(as_dict(item).get("metadata"))
         name = meta.get("name")
         if kind not in ("Pod", "Job"):
-            reason = f"kind_{kind}" if isinstance(kind, str) else "no_kind"
+            reason = "no_kind_not_a_pod_or_job" if shaped else f"kind_{kind}"
             ignored[reason] = ignored.get(reason, 0) + 1
             continue
+        if shaped:
+            by_shape[kind] = by_shape.get(kind, 0) + 1
         if not isinstance(name, str) or not name:
             rejects.append((n, f"{kind} without metadata.name", _raw(item, key)))
             continue
         try:
             if kind == "Pod":
-                got = _pod_rows(item, snapshot, hide_names=key is not None)
+                got = pod_rows(item, snapshot, hide_names=key is not None)
             else:
-                row, failed = _job_rows(item)
+                row, failed = job_rows(item)
                 ns = row["namespace"]
                 job_failed[(ns, row["job_id"])] = (failed, n)
                 got = [{**row, "_job_level": True}]
@@ -508,53 +167,62 @@ def _parse(path: Path, snapshot: datetime | None, key: bytes | None) -> Parsed:
             rejects.append((n, f"{kind} {shown}: {exc}", _raw(item, key)))
             continue
         rows += [{**r, "line_no": n, "_seq": i} for i, r in enumerate(got)]
-    frame = pl.DataFrame(
-        [{c: r.get(c) for c in _JOB_SCHEMA} for r in rows],
-        schema=_JOB_SCHEMA,
-        orient="row",
-    ).with_columns(pl.col("_job_level").fill_null(value=False))
+    if by_shape:
+        told = ", ".join(f"{v} {k}" for k, v in sorted(by_shape.items()))
+        notes.append(
+            f"{sum(by_shape.values())} object(s) without kind read by their shape "
+            f"({told}: a Pod has spec.containers or status.phase, a Job "
+            "spec.template with backoffLimit/completions or status.succeeded/failed)"
+        )
+    if n_other := ignored.get("no_kind_not_a_pod_or_job"):
+        notes.append(
+            f"{n_other} object(s) without kind are neither a Pod nor a Job by "
+            "their shape: ignored"
+        )
     # failed pods a Job counts but the dump does not hold: attempts of unknown
     # cause and time (BackoffLimitExceeded itself is the Job's state, no failure)
-    pods = frame.filter(~pl.col("_job_level"))
-    extra: list[dict[str, Any]] = []
+    failing = ("FAILED", "OUT_OF_MEMORY", "NODE_FAIL")
     for (ns, job), (failed, n) in job_failed.items():
-        seen = pods.filter(
-            (pl.col("job_id") == job)
-            & (pl.col("namespace").eq_missing(ns))
-            & pl.col("state").is_in(["FAILED", "OUT_OF_MEMORY", "NODE_FAIL"])
-        ).height
-        extra += [
+        seen = sum(
+            1
+            for r in rows
+            if not r.get("_job_level")
+            and r["job_id"] == job
+            and r["namespace"] == ns
+            and r["state"] in failing
+        )
+        rows += [
             {
                 "line_no": n,
                 "job_id": job,
                 "namespace": ns,
                 "name": job,
                 "state": "FAILED",
+                "start_ts": None,
+                "end_ts": None,
+                "_pod_start": None,
                 "flags": "pod_not_in_dump,cause_not_in_record",
                 "_seq": 1000 + k,
                 "_job_level": False,
             }
             for k in range(max(failed - seen, 0))
         ]
-    if extra:
-        frame = pl.concat(
-            [frame, pl.DataFrame(extra, schema=_JOB_SCHEMA, orient="row")],
-            how="vertical",
-        ).with_columns(pl.col("_job_level").fill_null(value=False))
-    attempts = (
-        frame.filter(~pl.col("_job_level"))
-        .sort("job_id", "het_offset", "_pod_start", "line_no", "_seq", nulls_last=True)
-        .with_columns(
-            attempt=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over(
-                "namespace", "job_id", "het_offset"
-            )
+    number_attempts(rows, window_s)
+    frame = pl.DataFrame(
+        [{c: r.get(c) for c in _JOB_SCHEMA} for r in rows],
+        schema=_JOB_SCHEMA,
+        orient="row",
+    ).with_columns(pl.col("_job_level").fill_null(value=False))
+    gangs = frame.filter(
+        pl.col("flags").str.contains("pods_ended_together").fill_null(value=False)
+    )
+    if gangs.height:
+        n_attempts = gangs.select("namespace", "job_id", "het_offset", "attempt")
+        notes.append(
+            f"{gangs.height} pod run(s) of one job that ended within "
+            f"{window_s:g} s of each other were counted as "
+            f"{n_attempts.n_unique()} attempt(s) (flag pods_ended_together)"
         )
-    )
-    # a Job's own record is attempt 0: it is no run of its own
-    job_level = frame.filter(pl.col("_job_level")).with_columns(
-        attempt=pl.lit(0, dtype=pl.Int32)
-    )
-    frame = pl.concat([attempts, job_level], how="diagonal")
     stop = pl.coalesce("end_ts", "_censor")
     elapsed = (stop - pl.col("start_ts")).dt.total_microseconds() / 1e6
     frame = frame.with_columns(
@@ -652,6 +320,7 @@ def read_k8s(
     as_of: str | datetime | None = None,
     pseudonymize: bool = False,
     pseudonym_key_file: str | Path | None = None,
+    gang_window_s: float = GANG_WINDOW_S,
 ) -> IngestResult:
     r"""Read Kubernetes pods and Jobs (``kubectl get -o json``) into the job tables.
 
@@ -661,8 +330,12 @@ def read_k8s(
         Open, writable store.
     path : str or Path
         JSON as ``kubectl get pods,jobs -A -o json`` prints it: a ``List`` with
-        ``items``, or one ``Pod`` or ``Job`` object. Objects of other kinds are
-        counted as ignored.
+        ``items``, or one ``Pod`` or ``Job`` object. A ``PodList``/``JobList``
+        as client-go returns it (``{"metadata": {...}, "items": [...]}``, the
+        items without ``kind`` or ``apiVersion``) and a bare JSON array of
+        objects are read too: an item without ``kind`` is told by its shape
+        (:func:`relkit.ingest._k8s_pods.kind_of`; the summary says how many).
+        Objects of other kinds, or of neither shape, are counted as ignored.
     snapshot_ts : str or datetime, optional
         When the dump was taken (with a zone, e.g. ``"2025-07-01T16:00:00Z"``):
         running containers are right-censored there (``elapsed_s`` = snapshot −
@@ -680,6 +353,10 @@ def read_k8s(
         keyed pseudonyms (see :func:`relkit.ingest.read_sacct`).
     pseudonym_key_file : str or Path, optional
         File holding the pseudonym key (default ``$RELKIT_PSEUDONYM_KEY``).
+    gang_window_s : float, default :data:`GANG_WINDOW_S` (60)
+        Seconds: runs of different pods of one job that end within this of
+        the first of them are one attempt (one interruption, GPUs summed), in
+        [0, 3600]; 0 merges only runs that end at the same second.
 
     Returns
     -------
@@ -694,6 +371,8 @@ def read_k8s(
         ``snapshot_ts`` has no zone.
     RelkitError
         If ``pseudonymize`` is set and no key is found.
+    InvalidParameterError
+        If ``gang_window_s`` is not a number of seconds in [0, 3600].
 
     Notes
     -----
@@ -702,7 +381,25 @@ def read_k8s(
     pods of one attempt run side by side, like Slurm's heterogeneous
     components). Attempts are numbered per job in pod start order, then
     restart order; ``host`` (``spec.nodeName``) goes to ``job_nodes``;
-    ``n_gpus`` sums the containers' ``nvidia.com/gpu`` limits.
+    ``n_gpus`` sums the containers' ``nvidia.com/gpu`` (or ``amd.com/gpu``)
+    limits, else requests (an init container's, when larger); a pod that
+    names no GPU resource has 0 GPUs, never a per-node default.
+
+    The pods of one job (same namespace, ``job-name`` label or owning Job,
+    completion index) whose runs end within ``gang_window_s`` (60 s) of the
+    first of them are one attempt of the job, not one per pod: the rows keep
+    their pod, host and GPUs but share ``attempt`` (flag
+    ``pods_ended_together``), so :func:`relkit.interruptions.build_job_attempts`
+    makes one attempt of them, its GPUs the pods' sum and its hosts their
+    union, and a 4-pod job that fails is one interruption, not four. Their
+    open runs (running at the snapshot, or pending) are one attempt too
+    (``pods_open_together``).
+
+    An init container that fails (exit code other than 0, e.g. reason
+    ``Error``; ``CrashLoopBackOff`` while it is retried) ends a failed attempt
+    like a container does (flag ``init_container=NAME``): its restarts and
+    its ``lastState`` or current ``terminated`` state are the attempts; a run
+    that exited 0 is none.
 
     A container with ``restartCount`` r ended r runs before its current one:
     only the last is in ``lastState``; the earlier ones are ``FAILED`` with
@@ -742,6 +439,11 @@ def read_k8s(
        https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/
     .. [2] Kubernetes documentation, "Node-pressure Eviction",
        https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/
+    .. [3] Kubernetes documentation, "Jobs" (``job-name`` and
+       ``controller-uid`` labels, pod failures, backoff),
+       https://kubernetes.io/docs/concepts/workloads/controllers/job/
+    .. [4] Kubernetes documentation, "Init Containers",
+       https://kubernetes.io/docs/concepts/workloads/pods/init-containers/
 
     Examples
     --------
@@ -779,16 +481,29 @@ def read_k8s(
     """
     check_file(path)
     snapshot = _snapshot(path, snapshot_ts if snapshot_ts is not None else as_of)
+    if (
+        isinstance(gang_window_s, bool)
+        or not isinstance(gang_window_s, int | float)
+        or not 0 <= gang_window_s <= _MAX_WINDOW_S
+    ):
+        msg = (
+            f"gang_window_s must be seconds in [0, {_MAX_WINDOW_S:g}]; got "
+            f"{gang_window_s!r}, e.g. {GANG_WINDOW_S:g}."
+        )
+        raise InvalidParameterError(msg)
     key = load_pseudonym_key(pseudonym_key_file) if pseudonymize else None
-    return ingest(
+    notes: list[str] = []
+    result = ingest(
         store,
         path,
         kind="k8s",
         options={
             "snapshot_ts": None if snapshot is None else snapshot.isoformat(),
             "pseudonymize": pseudonymize,
+            "gang_window_s": float(gang_window_s),
         },
-        parse=lambda p: _parse(p, snapshot, key),
+        parse=lambda p: _parse(p, snapshot, key, float(gang_window_s), notes),
         replace=replace,
         as_of=as_of,
     )
+    return _with_notes(result, notes)
