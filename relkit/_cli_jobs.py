@@ -92,6 +92,57 @@ def _job_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame]:
     )
 
 
+#: How to export a dump that times the jobs and counts their GPUs.
+_EXPORT = (
+    "sacct -P --allusers --duplicates --format=JobID,JobIDRaw,State,ExitCode,"
+    "Submit,Start,End,Elapsed,AllocNodes,AllocTRES,NodeList"
+)
+
+
+def _say_gaps(
+    args: argparse.Namespace,
+    attempts: pl.DataFrame,
+    interruptions: pl.DataFrame,
+    progress: Progress,
+    *,
+    need: str | None = None,
+) -> None:
+    """Say on stderr what the job records lack: times, GPU counts.
+
+    With ``need`` (what the command computes), records without any Start or
+    End time are an error: the command would print an empty or null answer.
+    """
+    timed = attempts.filter(
+        pl.col("start_ts").is_not_null() | pl.col("end_ts").is_not_null()
+    )
+    if attempts.height and timed.height == 0:
+        what = (
+            f"the job records in {args.db} have no Start or End time (e.g. a "
+            "sacct dump without Start/End columns)"
+        )
+        if need is not None:
+            msg = f"{what}, and {need} needs them; re-export with {_EXPORT}"
+            raise RelkitError(msg)
+        progress(
+            f"warning: {what}: no incident can be matched to an interruption "
+            "and no time between interruptions computed; each is counted by "
+            f"its state alone. Re-export with {_EXPORT}"
+        )
+    elif n := interruptions.filter(pl.col("end_ts").is_null()).height:
+        progress(
+            f"warning: {n} of {interruptions.height} interruptions have no end "
+            "time: no incident can be matched to them (their cause is their "
+            "state's)"
+        )
+    if "gpus_assumed" in attempts.columns and (
+        n := int(attempts["gpus_assumed"].sum())
+    ):
+        progress(
+            f"warning: {n} job attempt(s) have no GPU count (their dump has no "
+            f"AllocTRES): charged --gpus-per-node {args.gpus_per_node} per node"
+        )
+
+
 def _cmd_jobs(args: argparse.Namespace, emit: Emit) -> int:
     from relkit.interruptions import job_table
     from relkit.store import Store
@@ -102,8 +153,9 @@ def _cmd_jobs(args: argparse.Namespace, emit: Emit) -> int:
     return 0
 
 
-def _cmd_interruptions(args: argparse.Namespace, emit: Emit) -> int:
-    _, interruptions = _job_tables(args)
+def _cmd_interruptions(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
+    attempts, interruptions = _job_tables(args)
+    _say_gaps(args, attempts, interruptions, progress)
     kinds = _list(args.kind)
     if kinds is not None:
         known = {"unexpected", "planned", "secondary", "not_failure"}
@@ -116,7 +168,10 @@ def _cmd_interruptions(args: argparse.Namespace, emit: Emit) -> int:
 
 
 def _cmd_rootcause(
-    args: argparse.Namespace, emit: Emit, parse_instant: ParseInstant
+    args: argparse.Namespace,
+    emit: Emit,
+    parse_instant: ParseInstant,
+    progress: Progress,
 ) -> int:
     from relkit.interruptions import interruption_summary, root_cause_table
 
@@ -132,6 +187,8 @@ def _cmd_rootcause(
     ):
         msg = f"--job {missing[:5]}: no such job in {args.db}; see `relkit jobs`."
         raise RelkitError(msg)
+    need = "the time between interruptions (--summary)" if args.summary else None
+    _say_gaps(args, attempts, interruptions, progress, need=need)
     window = {"job_ids": jobs, "window_start": start, "window_end": end}
     summary = interruption_summary(interruptions, attempts, **window)
     if args.summary:
@@ -225,10 +282,11 @@ def _store_tables(db: str) -> dict[str, pl.DataFrame]:
         return store_tables(store)
 
 
-def _cmd_job_mttf(args: argparse.Namespace, emit: Emit) -> int:
+def _cmd_job_mttf(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
     from relkit.scale import job_mttf_by_size
 
     attempts, interruptions = _job_tables(args)
+    _say_gaps(args, attempts, interruptions, progress, need="job MTTF (time at risk)")
     causes = _list(args.causes) or ["hardware", "network", "infrastructure"]
     emit(
         job_mttf_by_size(
@@ -239,7 +297,7 @@ def _cmd_job_mttf(args: argparse.Namespace, emit: Emit) -> int:
     return 0
 
 
-def _cmd_failure_share(args: argparse.Namespace, emit: Emit) -> int:
+def _cmd_failure_share(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
     from relkit.published import acmetrace_failure_share, failure_share
 
     if args.acmetrace is not None:
@@ -252,7 +310,8 @@ def _cmd_failure_share(args: argparse.Namespace, emit: Emit) -> int:
     if args.db is None:
         msg = "give --db DB (job logs in a store) or --acmetrace [FILE]"
         raise RelkitError(msg)
-    attempts, _ = _job_tables(args)
+    attempts, interruptions = _job_tables(args)
+    _say_gaps(args, attempts, interruptions, progress, need="the share of GPU time")
     emit(failure_share(attempts, by=args.by), args.format)
     return 0
 
@@ -325,7 +384,7 @@ def add_job_verbs(
         "(comma-separated; default all)",
     )
     add_format(p)
-    p.set_defaults(func=lambda a: _cmd_interruptions(a, emit))
+    p.set_defaults(func=lambda a: _cmd_interruptions(a, emit, progress))
 
     p = verbs.add_parser(
         "rootcause", help="interruptions by root cause, in the shape of Llama 3 Table 5"
@@ -341,7 +400,7 @@ def add_job_verbs(
         help="print the counts and mean time between interruptions instead",
     )
     add_format(p)
-    p.set_defaults(func=lambda a: _cmd_rootcause(a, emit, parse_instant))
+    p.set_defaults(func=lambda a: _cmd_rootcause(a, emit, parse_instant, progress))
 
     p = verbs.add_parser(
         "check-table", help="check a published root-cause table for consistency"
@@ -389,7 +448,7 @@ def add_job_verbs(
     )
     p.add_argument("--confidence", type=float, default=0.9)
     add_format(p)
-    p.set_defaults(func=lambda a: _cmd_job_mttf(a, emit))
+    p.set_defaults(func=lambda a: _cmd_job_mttf(a, emit, progress))
 
     p = verbs.add_parser(
         "failure-share", help="failed share of jobs by count and by GPU time"
@@ -404,4 +463,64 @@ def add_job_verbs(
         help="the AcmeTrace cluster summary instead (bundled, or FILE)",
     )
     add_format(p)
-    p.set_defaults(func=lambda a: _cmd_failure_share(a, emit))
+    p.set_defaults(func=lambda a: _cmd_failure_share(a, emit, progress))
+
+
+def read_with_fields(
+    read_path: Callable[..., list[Any]], fields: str | None
+) -> Callable[..., list[Any]]:
+    """Return ``read_path``, or with ``--fields`` a reader of header-less dumps.
+
+    Parameters
+    ----------
+    read_path : callable
+        :func:`relkit.ingest.read_path`.
+    fields : str or None
+        ``--fields``: the comma-separated column names of a ``sacct
+        --noheader -P`` dump (:func:`relkit.ingest.read_sacct`'s ``fields``).
+
+    Returns
+    -------
+    callable
+        ``read_path`` itself without ``fields``; else a function of the same
+        call that reads the file with :func:`relkit.ingest.read_sacct` and
+        ``fields`` (the options of other kinds are not used by sacct), and
+        refuses any kind other than ``sacct``.
+    """
+    if fields is None:
+        return read_path
+
+    def read(
+        store: Any,  # noqa: ANN401 - relkit.store.Store, imported lazily
+        path: Any,  # noqa: ANN401 - str or Path
+        *,
+        kind: str,
+        tz: str | None = None,
+        replace: bool = False,
+        pseudonymize: bool = False,
+        pseudonym_key_file: str | None = None,
+        as_of: datetime | None = None,
+        **_other: object,
+    ) -> list[Any]:
+        from relkit.ingest import read_sacct
+
+        if kind != "sacct":
+            msg = (
+                f"--fields names the columns of a header-less sacct dump (sacct "
+                f"--noheader -P); it is for --kind sacct, not --kind {kind}"
+            )
+            raise RelkitError(msg)
+        return [
+            read_sacct(
+                store,
+                path,
+                tz=tz,
+                replace=replace,
+                as_of=as_of,
+                pseudonymize=pseudonymize,
+                pseudonym_key_file=pseudonym_key_file,
+                fields=fields,
+            )
+        ]
+
+    return read

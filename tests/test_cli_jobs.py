@@ -269,3 +269,99 @@ def test_check_table_strict_nan_and_duplicates(
     assert "lines 2, 3" in bad[0]["note"]
     code, _, _ = run(capsys, "check-table", str(dup), "--strict")
     assert code == 1
+
+
+# -- issue 10 §5: Kubernetes and Slurm as they come ---------------------------------
+def test_ingest_headerless_sacct_with_fields(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """sacct_noheader.psv (`sacct --noheader -P`): refused without --fields,
+    the message naming the option with an example; read with it (4 jobs, by
+    hand); --fields with another kind is refused."""
+    db = str(tmp_path / "n.duckdb")
+    path = str(DATA / "sacct_noheader.psv")
+    base = ("ingest", "--db", db, "--kind", "sacct", "--tz", "UTC")
+    code, _, err = run(capsys, *base, path)
+    assert code == 1
+    assert "--fields JobID,State,Start,End" in err
+    assert "Traceback" not in err
+    fields = (
+        "JobID,JobIDRaw,JobName,Partition,State,ExitCode,Start,End,Elapsed,"
+        "AllocNodes,AllocTRES,NodeList"
+    )
+    code, _, err = run(capsys, *base, "--fields", fields, path)
+    assert code == 0, err
+    assert "5 loaded, 0 ignored, 0 rejected" in err
+    code, out, _ = run(capsys, "jobs", "--db", db, "--format", "json")
+    assert sorted(r["job_id"] for r in json.loads(out)) == [
+        "9101",
+        "9102",
+        "9103",
+        "9104",
+    ]
+    k8s = str(DATA / "k8s_podlist_gang.json")
+    code, _, err = run(
+        capsys, "ingest", "--db", db, "--kind", "k8s", "--fields", "JobID", k8s
+    )
+    assert code == 1
+    assert "it is for --kind sacct, not --kind k8s" in err
+
+
+def test_job_commands_without_times_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """sacct_no_times.psv has no Start, End or AllocTRES. The ingest warns on
+    stderr; `interruptions` lists the NODE_FAIL of 9201 (hand count: 1) and
+    warns that no incident can be matched and that its 2 nodes were charged
+    8 GPUs each; `job-mttf` and `rootcause --summary` need times and exit 1
+    with the fix, never an empty table with exit 0."""
+    db = str(tmp_path / "t.duckdb")
+    code, _, err = run(
+        capsys,
+        "ingest",
+        "--db",
+        db,
+        "--kind",
+        "sacct",
+        str(DATA / "sacct_no_times.psv"),
+    )
+    assert code == 0
+    assert "no Start/End column: no interruption timing is possible" in err
+    assert "no AllocTRES column" in err
+    code, out, err = run(capsys, "interruptions", "--db", db, "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [(r["job_id"], r["n_gpus"]) for r in rows] == [("9201", 16)]
+    assert "have no Start or End time" in err
+    assert "charged --gpus-per-node 8 per node" in err
+    for verb in (["job-mttf"], ["rootcause", "--summary"]):
+        code, out, err = run(capsys, *verb, "--db", db)
+        assert code == 1, verb
+        assert "have no Start or End time" in err
+        assert "--format=JobID" in err
+        assert "Traceback" not in err
+
+
+def test_k8s_gang_is_one_interruption_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """k8s_podlist_gang.json through the CLI: the 4 pods of llm-train (8 GPUs
+    each, failed within 26 s) are 1 interruption of 32 GPUs; the CPU-only
+    etl-daily pod is charged 0 GPUs; the ingest says the objects had no kind
+    and how the pods were grouped."""
+    db = str(tmp_path / "g.duckdb")
+    code, _, err = run(
+        capsys,
+        "ingest",
+        "--db",
+        db,
+        "--kind",
+        "k8s",
+        str(DATA / "k8s_podlist_gang.json"),
+    )
+    assert code == 0
+    assert "5 object(s) without kind read by their shape" in err
+    assert "4 pods_ended_together" in err
+    code, out, _ = run(capsys, "interruptions", "--db", db, "--format", "json")
+    got = sorted((r["job_id"], r["attempt"], r["n_gpus"]) for r in json.loads(out))
+    assert got == [("etl-daily", 1, 0), ("llm-train", 1, 32)]

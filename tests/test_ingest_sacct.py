@@ -661,3 +661,132 @@ def test_header_only_dump_loads_nothing(tmp_path: Path) -> None:
     f.write_text(HEAD + "\n")
     result = read_sacct(Store(":memory:"), f, tz="UTC")
     assert (result.n_lines, result.n_loaded, result.n_rejected) == (0, 0, 0)
+
+
+# -- issue 10 §5: Slurm as it comes -------------------------------------------------
+MIX = DATA / "sacct_gpu_cpu_mix.psv"  # 6 data lines, one a repeat of the line above
+NOHEADER = DATA / "sacct_noheader.psv"  # the same records, once, `sacct --noheader`
+NO_TIMES = DATA / "sacct_no_times.psv"  # no Start, End, AllocTRES
+MIX_FIELDS = (
+    "JobID,JobIDRaw,JobName,Partition,State,ExitCode,Start,End,Elapsed,"
+    "AllocNodes,AllocTRES,NodeList"
+)
+
+
+def test_cpu_only_job_has_zero_gpus_and_alloc_nodes_is_read() -> None:
+    """sacct_gpu_cpu_mix.psv, by hand: 9101's AllocTRES
+    ``billing=128,cpu=128,mem=500G,node=2`` names no gres/gpu: 0 GPUs (a
+    per-node default made it 16); AllocNodes 2. 9102 ``gres/gpu=32`` on
+    AllocNodes 4; 9104 the typed ``gres/gpu:h100=8`` on 1 node; 9103 is
+    pending: AllocNodes 0 and an empty AllocTRES, so its GPUs are unknown."""
+    store = Store(":memory:")
+    read_sacct(store, MIX, tz="UTC")
+    jobs = store.table("jobs").sort("job_id")
+    assert jobs.select("job_id", "n_nodes", "n_gpus").rows() == [
+        ("9101", 2, 0),
+        ("9102", 4, 32),
+        ("9103", 0, None),
+        ("9104", 1, 8),
+    ]
+    from relkit.interruptions import build_job_attempts
+
+    attempts = build_job_attempts(jobs, store.table("job_nodes"), gpus_per_node=8)
+    cpu = attempts.filter(job_id="9101").row(0, named=True)
+    assert (cpu["n_gpus"], cpu["gpus_assumed"]) == (0, False)
+
+
+def test_alloc_nodes_not_a_number_is_rejected(tmp_path: Path) -> None:
+    """An AllocNodes field that is no whole number is a reject with its
+    reason and line, not a silent null."""
+    f = tmp_path / "s.psv"
+    f.write_text("JobID|State|AllocNodes\n1|COMPLETED|two\n2|COMPLETED|3\n")
+    store = Store(":memory:")
+    result = read_sacct(store, f)
+    assert (result.n_loaded, result.n_rejected) == (1, 1)
+    reject = store.table("rejects").row(0, named=True)
+    assert reject["line_no"] == 2
+    assert "AllocNodes is not a whole number >= 0: 'two'" in reject["reason"]
+
+
+def test_identical_repeated_record_is_not_a_requeue_and_is_counted() -> None:
+    """Line 5 of sacct_gpu_cpu_mix.psv repeats line 4 (9102 NODE_FAIL)
+    character for character: one record, attempt 1 only (a requeue would be
+    attempt 2), and the summary says 1 repeat. 6 data lines = 5 loaded
+    (4 allocations + 1 step) + 1 ignored."""
+    store = Store(":memory:")
+    result = read_sacct(store, MIX, tz="UTC")
+    assert (result.n_lines, result.n_loaded, result.n_ignored) == (6, 5, 1)
+    assert store.table("jobs").filter(job_id="9102")["attempt"].to_list() == [1]
+    assert result.note is not None
+    assert "1 record(s) repeat an earlier line of the file exactly" in result.note
+
+
+def test_dump_without_alloctres_says_a_per_node_default_applies() -> None:
+    """sacct_no_times.psv has no AllocTRES column at all: GPU counts are
+    unknown (null, never 0) and the summary says the job commands charge
+    --gpus-per-node per node."""
+    store = Store(":memory:")
+    result = read_sacct(store, NO_TIMES)
+    assert store.table("jobs")["n_gpus"].to_list() == [None, None]
+    assert result.note is not None
+    assert "no AllocTRES column" in result.note
+    assert "--gpus-per-node" in result.note
+    # a dump with the column says nothing of a default
+    assert "AllocTRES" not in (read_sacct(Store(":memory:"), MIX, tz="UTC").note or "")
+
+
+def test_dump_without_start_end_is_accepted_with_a_warning() -> None:
+    """sacct_no_times.psv (JobID|State|ExitCode|Elapsed|AllocNodes|NodeList):
+    both records load (no --tz needed: no time in the file), with no start
+    or end, and the summary warns that no interruption timing is possible."""
+    store = Store(":memory:")
+    result = read_sacct(store, NO_TIMES)
+    assert (result.n_loaded, result.n_rejected) == (2, 0)
+    jobs = store.table("jobs").sort("job_id")
+    assert jobs.select("job_id", "state", "start_ts", "end_ts", "elapsed_s").rows() == [
+        ("9201", "NODE_FAIL", None, None, 18000.0),
+        ("9202", "COMPLETED", None, None, 3600.0),
+    ]
+    assert result.note is not None
+    assert "no Start/End column: no interruption timing is possible" in result.note
+
+
+def test_headerless_dump_read_with_fields_and_refused_without() -> None:
+    """sacct_noheader.psv is sacct_gpu_cpu_mix.psv without its header and
+    without the repeated line (`sacct --noheader -P`). Without fields the
+    refusal names --fields with an example; with the --format list as
+    fields, the same 4 jobs and 1 step load as from the file with a header,
+    line numbers unchanged (the first record is line 1)."""
+    with pytest.raises(IngestError, match="the first line is a record") as err:
+        read_sacct(Store(":memory:"), NOHEADER, tz="UTC")
+    assert "--fields JobID,State,Start,End" in str(err.value)
+    store = Store(":memory:")
+    result = read_sacct(store, NOHEADER, tz="UTC", fields=MIX_FIELDS)
+    assert (result.n_lines, result.n_loaded, result.n_rejected) == (5, 5, 0)
+    jobs = store.table("jobs").sort("job_id")
+    assert jobs.select("line_no", "job_id", "n_nodes", "n_gpus").rows() == [
+        (1, "9101", 2, 0),
+        (3, "9102", 4, 32),
+        (4, "9103", 0, None),
+        (5, "9104", 1, 8),
+    ]
+    assert store.table("job_steps")["job_id"].to_list() == ["9101"]
+    # a list of names works as the string does
+    again = Store(":memory:")
+    read_sacct(again, NOHEADER, tz="UTC", fields=MIX_FIELDS.split(","))
+    assert again.table("jobs").height == 4
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ("State,Start,End", "no JobID"),
+        ("JobID,,State", "an empty name"),
+        ("JobID,State,state", "named twice"),
+        ("JobID,Start Time", "are not sacct field names"),
+    ],
+)
+def test_bad_fields_refused_with_the_option_named(fields: str, message: str) -> None:
+    with pytest.raises(IngestError, match=message) as err:
+        read_sacct(Store(":memory:"), NOHEADER, tz="UTC", fields=fields)
+    assert "--fields" in str(err.value)

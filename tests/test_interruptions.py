@@ -528,3 +528,23 @@ def test_normalised_events_interrupt_jobs_like_kernel_events(tmp_path: Path) -> 
     )
     _, iv = job_interruptions(jobs, nodes, events, failure_modes=modes)
     assert iv["cause"].to_list() == ["hardware"]
+
+
+# -- issue 10 §5 ----------------------------------------------------------------------
+def test_cpu_only_job_loses_no_gpu_hours() -> None:
+    """sacct_gpu_cpu_mix.psv, by hand: 9101 (FAILED, AllocTRES without
+    gres/gpu, 2 h on 2 nodes) loses 0 GPU-hours even with gpus_per_node=8
+    (it was charged 2 x 8 x 2 = 32); 9102 (NODE_FAIL, gres/gpu=32, 6 h) loses
+    32 x 6 = 192 GPU-hours, once although its line is in the file twice."""
+    store = Store(":memory:")
+    read_sacct(store, DATA / "sacct_gpu_cpu_mix.psv", tz="UTC")
+    _, iv = job_interruptions(
+        store.table("jobs"),
+        store.table("job_nodes"),
+        store.table("events"),
+        gpus_per_node=8,
+    )
+    assert iv.select("job_id", "n_gpus", "lost_gpu_h").sort("job_id").rows() == [
+        ("9101", 0, 0.0),
+        ("9102", 32, 192.0),
+    ]

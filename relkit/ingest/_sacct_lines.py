@@ -11,6 +11,7 @@ not hide it). Identical records within the file are counted once.
 import gzip
 import re
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from relkit.ingest._common import file_format
 
 __all__ = [
     "Layout",
+    "check_fields",
     "dedupe_lines",
     "find_layouts",
     "read_lines",
@@ -168,6 +170,51 @@ def _header_names(line: str) -> tuple[list[str], bool] | None:
     return stripped, trailing
 
 
+#: A data line starts with a job id (``4101``, ``4108_7``, ``4120+1``, ...).
+_JOB_ID_START = re.compile(r"^[0-9]+(?:[_+.\[]|$)")
+
+#: An example of ``--fields`` for messages.
+FIELDS_EXAMPLE = "--fields JobID,State,Start,End,Elapsed,AllocNodes,AllocTRES,NodeList"
+
+
+def check_fields(path: str | Path, fields: object) -> tuple[str, ...] | None:
+    """Return the column names given for a header-less dump, checked.
+
+    ``fields`` is None, a comma-separated string or a sequence of names
+    (``--fields``). Raises IngestError, naming the option and an example,
+    for an empty name, one that is no field name, a name given twice, or a
+    list without ``JobID``.
+    """
+    if fields is None:
+        return None
+    if isinstance(fields, str):
+        items: list[object] = list(fields.split(","))
+    elif isinstance(fields, Sequence):
+        items = list(fields)
+    else:
+        msg = f"--fields must be names separated by commas, e.g. {FIELDS_EXAMPLE}"
+        raise IngestError(path, msg)
+    names = tuple(str(n).strip() for n in items)
+    problem = None
+    if not names or "" in names:
+        problem = "an empty name (two commas, or a comma at an end)"
+    elif bad := [n for n in names if not _FIELD_NAME.match(n)]:
+        problem = f"{bad[:5]} are not sacct field names"
+    elif dup := sorted(
+        {n for n in names if [m.lower() for m in names].count(n.lower()) > 1}
+    ):
+        problem = f"{dup} named twice"
+    elif "jobid" not in [n.lower() for n in names]:
+        problem = "no JobID (every record needs its job id)"
+    if problem is not None:
+        msg = (
+            f"--fields {','.join(names)!r}: {problem}; give the --format list "
+            f"the dump was made with, in its order, e.g. {FIELDS_EXAMPLE}"
+        )
+        raise IngestError(path, msg)
+    return names
+
+
 def find_layouts(
     path: Path, lines: pl.DataFrame
 ) -> tuple[pl.DataFrame, list[Layout], pl.DataFrame]:
@@ -203,10 +250,19 @@ def find_layouts(
         ):
             raise IngestError(path, FIXED_WIDTH_HINT, line_no=int(first_no))
         names = first.strip().lstrip(_BOM).split("|")
+        record = _JOB_ID_START.match(names[0].strip()) is not None
+        found = (
+            f"the first line is a record ({'|'.join(names[:4])}|...), not a header"
+            if record
+            else f"no JobID column in the header {names[:8]}"
+        )
         msg = (
-            f"no JobID column in the header {names[:8]}; expected `sacct -P` "
-            "output whose header names sacct fields (JobID|State|Start|End|...). "
-            "Other job tables: Kubernetes JSON is --kind k8s."
+            f"{found}; expected `sacct -P` output whose header names sacct "
+            "fields (JobID|State|Start|End|...). A dump made with `sacct "
+            "--noheader -P` is read by naming its columns in the order of its "
+            "--format list: --fields JobID,State,Start,End,Elapsed,AllocNodes,"
+            "AllocTRES,NodeList (library: fields=[...]). Other job tables: "
+            "Kubernetes JSON is --kind k8s."
         )
         raise IngestError(path, msg, line_no=int(first_no))
     lower = [n.lower() for n in first_names[0]]

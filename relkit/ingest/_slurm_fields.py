@@ -245,10 +245,13 @@ def gpus_from_tres(
 
     Returns ``(n_gpus, bad)`` for ``n`` records (either field may be absent).
     The untyped ``gres/gpu=N`` is the total; without it, the first typed
-    ``gres/gpu:a100=N``. Null when neither field names GPUs. ``bad`` is the
-    text of a GPU count that is not a whole number >= 0 (``gres/gpu=-8``),
-    null where the counts are fine. Each pattern runs once, on the records
-    the earlier ones left open.
+    ``gres/gpu:a100=N``. A record whose ``AllocTRES`` (or ``AllocGRES``) has a
+    value that names no GPU (``billing=64,cpu=64,mem=250G,node=1``: a CPU-only
+    job) has 0 GPUs; null only where neither field has a value (the column is
+    absent, or empty, as for a job that never started). ``bad`` is the text
+    of a GPU count that is not a whole number >= 0 (``gres/gpu=-8``), null
+    where the counts are fine. Each pattern runs once, on the records the
+    earlier ones left open.
     """
     raw = pl.repeat(None, n, dtype=pl.String, eager=True)
     if tres is not None:
@@ -276,7 +279,16 @@ def gpus_from_tres(
     ok = (count >= 0).fill_null(value=False)
     none_s = pl.Series([None], dtype=pl.String)
     none_i = pl.Series([None], dtype=pl.Int64)
-    return count.zip_with(ok, none_i), raw.zip_with(~ok & raw.is_not_null(), none_s)
+    # an allocation that names no GPU has none (a CPU-only job)
+    told = pl.repeat(False, n, dtype=pl.Boolean, eager=True)
+    for field in (tres, gres):
+        if field is not None:
+            told = told | field.str.strip_chars().str.len_chars().gt(0).fill_null(
+                value=False
+            )
+    zero = raw.is_null() & told
+    gpus = count.zip_with(ok, none_i).zip_with(~zero, pl.Series([0], dtype=pl.Int64))
+    return gpus, raw.zip_with(~ok & raw.is_not_null(), none_s)
 
 
 def _pending_count(spec: str) -> tuple[int | None, int | None]:

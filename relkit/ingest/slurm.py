@@ -8,8 +8,9 @@ row per attempt, requeued records of one JobID numbered 1, 2, ...), step rows
 attempt, and the expanded node lists become ``job_nodes``.
 """
 
+import dataclasses
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from relkit.ingest._sacct_jobs import attempts, expand_nodes, step_outcome_flags
 from relkit.ingest._sacct_jobs import steps as attach_steps
 from relkit.ingest._sacct_lines import (
     Layout,
+    check_fields,
     dedupe_lines,
     find_layouts,
     read_lines,
@@ -58,6 +60,7 @@ SACCT_COLUMNS: dict[str, str] = {
     "elapsed": "elapsed",
     "elapsedraw": "elapsedraw",
     "nnodes": "nnodes",
+    "allocnodes": "allocnodes",
     "nodelist": "nodelist",
     "alloctres": "alloctres",
     "allocgres": "allocgres",
@@ -179,6 +182,17 @@ def _field(frame: pl.DataFrame, name: str) -> pl.Expr:
     return pl.col(name) if name in frame.columns else pl.lit(None, dtype=pl.String)
 
 
+def _node_count(frame: pl.DataFrame) -> pl.Expr:
+    """Nodes of a record: ``AllocNodes`` (0 while pending), else ``NNodes``.
+
+    sacct: AllocNodes is the number of nodes allocated, 0 if the job is
+    pending; NNodes the nodes allocated, or requested while pending.
+    """
+    alloc = _field(frame, "allocnodes").cast(pl.Int64, strict=False)
+    nnodes = _field(frame, "nnodes").cast(pl.Int64, strict=False)
+    return pl.coalesce(pl.when(alloc > 0).then(alloc), nnodes, alloc)
+
+
 def _records(
     path: Path, lines: pl.DataFrame
 ) -> tuple[pl.DataFrame, list[Layout], list[str], dict[str, int]]:
@@ -227,6 +241,46 @@ def _records(
     return frame.drop("_repeat"), layouts, extras, ignored
 
 
+def _summary_notes(
+    columns: list[str], jobs: pl.DataFrame, ignored: dict[str, int]
+) -> list[str]:
+    """Return what the ingest summary says besides the counts (on stderr)."""
+    notes = []
+    if n := ignored.get("duplicate_record"):
+        notes.append(
+            f"{n} record(s) repeat an earlier line of the file exactly (e.g. "
+            "concatenated dumps): each counted once, not as a requeue "
+            "(ignored: duplicate_record)"
+        )
+    missing = [c.title() for c in ("start", "end") if c not in columns]
+    if missing:
+        notes.append(
+            f"warning: the dump has no {'/'.join(missing)} column: no "
+            "interruption timing is possible (no attempt start or end, no "
+            "incident matched to a job's end, no time between interruptions); "
+            "export with sacct -P --format=JobID,State,Start,End,Elapsed,"
+            "AllocNodes,AllocTRES,NodeList,..."
+        )
+    started = jobs.filter(
+        pl.col("start_ts").is_not_null() | pl.col("elapsed_s").is_not_null()
+    )
+    unknown = started.filter(pl.col("n_gpus").is_null()).height
+    if "alloctres" not in columns and "allocgres" not in columns:
+        if jobs.height:
+            notes.append(
+                "warning: the dump has no AllocTRES column: GPU counts are "
+                "unknown, and the job commands charge --gpus-per-node (default "
+                "8) per node; export AllocTRES (gres/gpu=N) for the real counts"
+            )
+    elif unknown:
+        notes.append(
+            f"warning: {unknown} started job record(s) have an empty AllocTRES: "
+            "their GPU count is unknown (the job commands charge "
+            "--gpus-per-node per node for them)"
+        )
+    return notes
+
+
 def _personal_columns(layout: Layout) -> dict[int, str]:
     """Positions of the personal fields of a layout -> pseudonym field."""
     field = {"user": "user", "jobname": "name"}
@@ -271,6 +325,8 @@ def _checks(frame: pl.DataFrame) -> list[tuple[pl.Expr, pl.Expr]]:
     raw_elapsed = _field(frame, "elapsedraw")
     nnodes = _field(frame, "nnodes")
     nnodes_num = nnodes.cast(pl.Int64, strict=False)
+    alloc_nodes = _field(frame, "allocnodes")
+    alloc_nodes_num = alloc_nodes.cast(pl.Int64, strict=False)
     checks: list[tuple[pl.Expr, pl.Expr]] = [
         (pl.col("_layout_problem").is_not_null(), pl.col("_layout_problem")),
         (pl.col("jobid").is_null(), pl.lit("empty JobID")),
@@ -295,6 +351,11 @@ def _checks(frame: pl.DataFrame) -> list[tuple[pl.Expr, pl.Expr]]:
         (
             nnodes.is_not_null() & (nnodes_num.is_null() | (nnodes_num < 0)),
             pl.format("NNodes is not a whole number >= 0: '{}'", nnodes),
+        ),
+        (
+            alloc_nodes.is_not_null()
+            & (alloc_nodes_num.is_null() | (alloc_nodes_num < 0)),
+            pl.format("AllocNodes is not a whole number >= 0: '{}'", alloc_nodes),
         ),
         (
             pl.col("_gpus_bad").is_not_null(),
@@ -413,11 +474,21 @@ def _parse(
     tz: str | None,
     key: bytes | None,
     keep_going: Callable[[], bool] = lambda: True,
+    *,
+    fields: tuple[str, ...] | None = None,
+    notes: list[str] | None = None,
 ) -> Parsed | None:
     del store  # the lines are read with polars, not through the store
+    notes = [] if notes is None else notes
     lines = read_lines(path)
     if not keep_going():  # the file's hash says: already ingested, skip
         return None
+    if fields is not None:  # a header-less dump: --fields is its header
+        header = pl.DataFrame(
+            {"line_no": [0], "line": ["|".join(fields)], "bad_utf8": [False]},
+            schema=lines.schema,
+        )
+        lines = pl.concat([header, lines])
     frame, layouts, extras, ignored = _records(path, lines)
     n_lines = frame.height + sum(ignored.values())
     frame = _job_ids(frame).with_row_index("index")
@@ -454,7 +525,7 @@ def _parse(
         elapsed_s=pl.coalesce(raw_elapsed_num.cast(pl.Float64), "_elapsed_s"),
         timelimit_s="_timelimit_s",
         total_cpu_s="_totalcpu_s",
-        n_nodes_decl=_field(frame, "nnodes").cast(pl.Int64, strict=False),
+        n_nodes_decl=_node_count(frame),
         n_gpus=n_gpus,
         _gpus_bad=gpus_bad,
     )
@@ -569,6 +640,7 @@ def _parse(
     options: dict[str, Any] = {}
     if extras:
         options["ignored_columns"] = extras
+    notes += _summary_notes(frame.columns, jobs, ignored)
     ignored_frame = (
         pl.DataFrame(
             {"reason": list(ignored), "n_lines": list(ignored.values())},
@@ -599,6 +671,7 @@ def read_sacct(
     as_of: str | dt.datetime | None = None,
     pseudonymize: bool = False,
     pseudonym_key_file: str | Path | None = None,
+    fields: Sequence[str] | str | None = None,
 ) -> IngestResult:
     r"""Read a ``sacct -P`` dump into ``jobs``, ``job_steps`` and ``job_nodes``.
 
@@ -612,9 +685,12 @@ def read_sacct(
         the other columns present decide what is known: ``JobIDRaw``,
         ``JobName``, ``User``, ``Partition``, ``State``, ``ExitCode``,
         ``Submit``, ``Start``, ``End``, ``Elapsed`` (or ``ElapsedRaw``,
-        seconds), ``NNodes``, ``NodeList``, ``AllocTRES`` (GPUs from
-        ``gres/gpu=N``) or ``AllocGRES``, ``Timelimit``, ``TotalCPU``,
-        ``Reason``. Other columns are ignored (listed in the source's options).
+        seconds), ``AllocNodes`` or ``NNodes``, ``NodeList``, ``AllocTRES``
+        (GPUs from ``gres/gpu=N``) or ``AllocGRES``, ``Timelimit``,
+        ``TotalCPU``, ``Reason``. Other columns are ignored (listed in the
+        source's options). A dump without ``Start``/``End`` is read, with a
+        warning in the summary (``note``) that no interruption timing is
+        possible.
     tz : str, optional
         IANA zone of the dump's times (sacct prints local time without an
         offset), e.g. ``"America/Chicago"``; ``"Z"`` means UTC. Required when
@@ -632,6 +708,11 @@ def read_sacct(
     pseudonym_key_file : str or Path, optional
         File holding the key; default: the environment variable
         ``RELKIT_PSEUDONYM_KEY``.
+    fields : sequence of str or str, optional
+        The column names of a header-less dump (``sacct --noheader -P``), in
+        the order of its ``--format`` list, e.g. ``"JobID,State,Start,End"``
+        or ``["JobID", "State", "Start", "End"]`` (``--fields``). They are the
+        header of the lines until the file's own header, if it has one.
 
     Returns
     -------
@@ -644,9 +725,11 @@ def read_sacct(
     ------
     IngestError
         If the file is missing, not text, fixed-width ``sacct`` output (the
-        message asks for ``sacct -P``), has no ``JobID`` column, has times but
-        no ``tz``, ``tz`` is unknown, or (without ``replace``) it changed since
-        it was read from the same path.
+        message asks for ``sacct -P``), has no header naming ``JobID`` (the
+        message names ``fields``/``--fields`` for a ``--noheader`` dump),
+        ``fields`` is malformed, has times but no ``tz``, ``tz`` is unknown,
+        or (without ``replace``) it changed since it was read from the same
+        path.
     RelkitError
         If ``pseudonymize`` is set and no key of at least 16 bytes is found.
 
@@ -676,11 +759,19 @@ def read_sacct(
     Every header line sets the layout of the lines after it, so dumps with
     different ``--format`` orders can be concatenated (``new_header``,
     ``repeated_header`` in ``ignored``); a BOM or ``\r`` around a header does
-    not hide it. A record the file holds twice is counted once
-    (``duplicate_record``); across files,
+    not hide it. A record the file holds twice (the same line again, e.g.
+    from concatenated dumps) is counted once, never as a requeue
+    (``duplicate_record``; the summary says how many); across files,
     :func:`relkit.interruptions.drop_repeated_records` keeps one copy. Bytes
     that are not UTF-8 are replaced by U+FFFD and the row flagged
     ``invalid_utf8_replaced``.
+
+    GPUs: a record whose ``AllocTRES`` names no ``gres/gpu`` (a CPU-only job)
+    has 0 GPUs. Only where the dump has no ``AllocTRES`` (nor ``AllocGRES``)
+    column, or a started job's field is empty, is the count unknown (null):
+    the job commands then charge ``--gpus-per-node`` per node, and the
+    ingest summary says so. Nodes: ``AllocNodes`` (0 for a pending job, then
+    ``NNodes``, the nodes it requested).
 
     Node lists are expanded strictly (:func:`relkit.ingest.expand_hostlist`),
     a host named twice once (``nodelist_repeats_hosts``); a list naming more
@@ -722,14 +813,25 @@ def read_sacct(
     if tz is not None and tz.strip() in ("Z", "z"):
         tz = "UTC"
     tz = check_tz(path, tz)
+    names = check_fields(path, fields)
     key = load_pseudonym_key(pseudonym_key_file) if pseudonymize else None
-    return ingest(
+    notes: list[str] = []
+    result = ingest(
         store,
         path,
         kind="sacct",
-        options={"tz": tz, "pseudonymize": pseudonymize},
-        parse=lambda p, go: _parse(store, p, tz, key, go),
+        options={
+            "tz": tz,
+            "pseudonymize": pseudonymize,
+            **({} if names is None else {"fields": list(names)}),
+        },
+        parse=lambda p, go: _parse(store, p, tz, key, go, fields=names, notes=notes),
         replace=replace,
         overlap_hash=True,
         as_of=as_of,
+    )
+    if result.skipped or not notes:
+        return result
+    return dataclasses.replace(
+        result, note="; ".join(n for n in (result.note, *notes) if n)
     )
