@@ -100,6 +100,7 @@ def mtbf_by(
     sources: pl.DataFrame | None = None,
     log_spans: pl.DataFrame | None = None,
     failure_modes: pl.DataFrame | None = None,
+    count_unknown_xid: bool = False,
 ) -> pl.DataFrame:
     """Compute MTBF per group from the store's tables.
 
@@ -140,6 +141,9 @@ def mtbf_by(
     sources, log_spans, failure_modes : pl.DataFrame, optional
         The store's tables of the same names (when collection ended, hosts of
         multi-host logs, declared failure modes).
+    count_unknown_xid : bool, default False
+        Count Xid codes outside NVIDIA's catalogue (``gpu/unknown_xid``) as
+        failures; by default they are kept but not counted.
 
     Returns
     -------
@@ -171,6 +175,7 @@ def mtbf_by(
         window_end=window_end,
         window_min=window_min,
         gpus_per_node=gpus_per_node,
+        count_unknown_xid=count_unknown_xid,
     )
     return mtbf_of(
         obs,
@@ -818,6 +823,7 @@ def incident_table(
     flap_debounce_min: float = 5.0,
     end_of_log: datetime | None = None,
     failure_modes: pl.DataFrame | None = None,
+    count_unknown_xid: bool = False,
 ) -> pl.DataFrame:
     """Fold the failure-log events of a store into incidents.
 
@@ -838,6 +844,9 @@ def incident_table(
     failure_modes : pl.DataFrame, optional
         The store's ``failure_modes`` table: category and counts-as-failure of
         modes outside the taxonomy.
+    count_unknown_xid : bool, default False
+        Count ``gpu/unknown_xid`` incidents (Xid codes outside NVIDIA's
+        catalogue) as failures.
 
     Returns
     -------
@@ -866,6 +875,7 @@ def incident_table(
         flap_debounce_min=flap_debounce_min,
         end_of_log=end_of_log,
         failure_modes=failure_modes,
+        count_unknown_xid=count_unknown_xid,
     )
     first = [
         "host",

@@ -220,6 +220,14 @@ def _say_exclusions(obs_excluded: pl.DataFrame) -> None:
     )
 
 
+def _say_unknown_xid(events: pl.DataFrame, *, counted: bool) -> None:
+    """Name the Xid codes outside NVIDIA's catalogue, and how to count them."""
+    from relkit.taxonomy import unknown_xid_note
+
+    if (note := unknown_xid_note(events, counted=counted)) is not None:
+        _progress(f"note: {note}")
+
+
 def _check_options(args: argparse.Namespace) -> None:
     """Range checks of numeric and text options, with the flag in the message."""
     for flag in ("window_min", "flap_debounce_min"):
@@ -261,6 +269,7 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
         window_end=end,
         window_min=args.window_min,
         gpus_per_node=args.gpus_per_node,
+        count_unknown_xid=args.count_unknown_xid,
     )
     result = mtbf_of(
         obs,
@@ -285,6 +294,7 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
         )
         raise RelkitError(msg)
     _say_exclusions(obs.excluded)
+    _say_unknown_xid(tables["events"], counted=args.count_unknown_xid)
     _say_empty_inventories(tables["sources"], obs.exposure_basis)
     for note in obs.notes:
         _progress(f"warning: {note}")
@@ -399,7 +409,9 @@ def _cmd_incidents(args: argparse.Namespace) -> int:
         flap_debounce_min=args.flap_debounce_min,
         end_of_log=log_end(tables["sources"]),
         failure_modes=tables.get("failure_modes"),
+        count_unknown_xid=args.count_unknown_xid,
     )
+    _say_unknown_xid(tables["events"], counted=args.count_unknown_xid)
     _emit(result, args.format)
     return 0
 
@@ -534,6 +546,15 @@ def _add_format(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_count_unknown_xid(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--count-unknown-xid",
+        action="store_true",
+        help="count Xid codes outside NVIDIA's Xid catalogue (gpu/unknown_xid) "
+        "as failures; by default they are kept, named on stderr, not counted",
+    )
+
+
 def _add_db(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db", default="relkit.duckdb", help="store file (default relkit.duckdb)"
@@ -646,6 +667,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=24.0,
         help="warn for groups with less time at risk, unit-hours (default 24)",
     )
+    _add_count_unknown_xid(p)
     _add_format(p)
     p.set_defaults(func=_cmd_mtbf)
 
@@ -685,6 +707,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--flap-debounce-min", type=float, default=5.0, help="link-flap debounce, min"
     )
+    _add_count_unknown_xid(p)
     _add_format(p)
     p.set_defaults(func=_cmd_incidents)
 

@@ -16,6 +16,19 @@ Rules (all vectorised in polars: sort, gap flags, ``cum_sum`` run ids, as-of joi
   nearest incident of another ``gpu/*`` mode on the same host and device whose
   span comes within ``window_min`` of them (NVIDIA's catalogue for Xid 45: "Not
   Solo: IGNORE (follow other Xid)"); the rest form their own info incidents.
+- **An application Xid, then a reset Xid on the same GPU.** Xid 13, 31 (or any
+  RESTART_APP code) followed within seconds by Xid 109 (context-switch
+  timeout), 46 or 158 on the same host and PCI address gives two incidents:
+  the application's (``gpu/application_error``, category ``user``, not
+  counted) and the hang (``gpu/hang``, hardware, counted once). The hang is
+  counted because NVIDIA's catalogue sends Xid 109 to RESET_GPU whatever
+  preceded it: the GPU left service until reset, so it is a GPU failure for
+  MTBF even when an application's fault triggered it; the application's Xid
+  never counts, with or without a hang after it. Xid 45 and 154 lines that
+  follow fold into the nearest of the two (sympathetic codes, above).
+- **Codes outside NVIDIA's catalogue.** ``gpu/unknown_xid`` incidents (e.g.
+  Xid 999) are kept, category ``unknown``, and counted only with
+  ``count_unknown_xid=True`` (``relkit mtbf --count-unknown-xid``).
 - **Link flaps.** ``network/link_down`` and ``network/link_up`` of one port
   (host, device, where device is the "pci netdev" key) form one
   ``network/link_down`` incident from its first down to the up after which no
@@ -75,6 +88,7 @@ SYMPATHETIC = "gpu/sympathetic"
 SXID = "nvswitch/sxid"
 CABLE = "network/cable_module"
 FALLEN = "gpu/fallen_off_bus"
+UNKNOWN_XID = "gpu/unknown_xid"
 
 #: Columns of the events frame that incident building reads (the store's types).
 EVENT_COLUMNS = (
@@ -575,6 +589,7 @@ def build_incidents(
     flap_debounce_min: float = 5.0,
     end_of_log: datetime | None = None,
     failure_modes: pl.DataFrame | None = None,
+    count_unknown_xid: bool = False,
 ) -> pl.DataFrame:
     r"""Fold failure-log events into incidents.
 
@@ -604,6 +619,10 @@ def build_incidents(
         (Boolean), e.g. the store's ``failure_modes`` table
         (``store.table("failure_modes")``). Used where the events carry no
         ``category`` / ``counts_as_failure`` of their own.
+    count_unknown_xid : bool, default False
+        Count ``gpu/unknown_xid`` incidents (Xid codes outside NVIDIA's
+        catalogue) as failures. By default they are kept, category
+        ``unknown``, and not counted (:mod:`relkit.taxonomy`).
 
     Returns
     -------
@@ -785,6 +804,8 @@ def build_incidents(
             ),
             counts_as_failure=pl.when(pl.col("failure_mode") == SXID)
             .then(pl.col("_fatal").fill_null(value=False))
+            .when(pl.col("failure_mode") == UNKNOWN_XID)
+            .then(pl.lit(count_unknown_xid))
             .otherwise(
                 pl.coalesce("_counts", "_ev_counts", "_fm_counts", pl.lit(value=True))
             ),

@@ -241,11 +241,23 @@ class Store:
             body = ", ".join(f'"{c}" {t}' for c, t in cols.items())
             con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({body})")
         self._upgrade()
-        (n_modes,) = con.execute("SELECT count(*) FROM failure_modes").fetchall()[0]
-        if n_modes == 0:  # the taxonomy, as data, so SQL users can join it
-            from relkit.taxonomy import FAILURE_MODES
+        # the taxonomy, as data, so SQL users can join it; a store made by an
+        # older relkit gets the current rows (new modes, e.g. the whole Xid
+        # catalogue of issue 10) when opened for writing; declared rows stay
+        from relkit.taxonomy import FAILURE_MODES
 
-            self.append("failure_modes", FAILURE_MODES)
+        names = FAILURE_MODES["failure_mode"].to_list()
+        con.execute(
+            "DELETE FROM failure_modes WHERE declared_source_id IS NULL "
+            "AND list_contains(?, failure_mode)",
+            [names],
+        )
+        kept = con.execute("SELECT failure_mode FROM failure_modes").fetchall()
+        taken = {r[0] for r in kept}
+        self.append(
+            "failure_modes",
+            FAILURE_MODES.filter(~pl.col("failure_mode").is_in(sorted(taken))),
+        )
 
     def _upgrade(self) -> None:
         """Bring a store of an upgradable older version to :data:`SCHEMA_VERSION`.

@@ -77,6 +77,7 @@ __all__ = [
     "failure_mode_info",
     "mode_for_xid",
     "table5_shape",
+    "unknown_xid_note",
 ]
 
 #: The categories a failure mode may have.
@@ -729,6 +730,68 @@ def mode_for_xid(code: int | str) -> str:
         )
         raise InvalidParameterError(msg)
     return XID_MODES.get(value, _UNKNOWN_XID)
+
+
+def unknown_xid_note(events: pl.DataFrame, *, counted: bool = False) -> str | None:
+    """Say how many Xid lines have a code outside NVIDIA's catalogue, and which.
+
+    Parameters
+    ----------
+    events : pl.DataFrame
+        Event rows with ``failure_mode`` and ``code`` (the store's ``events``
+        table, or a kernel reader's rows).
+    counted : bool, default False
+        Whether the caller counts them as failures (``relkit mtbf
+        --count-unknown-xid``); the sentence says so instead of how to.
+
+    Returns
+    -------
+    str or None
+        One sentence for the ingest summary or stderr, or None when no event is
+        ``gpu/unknown_xid``. Codes are listed by count, most frequent first (at
+        most 10, then how many more).
+
+    Raises
+    ------
+    SchemaError
+        If ``failure_mode`` or ``code`` is missing.
+
+    References
+    ----------
+    .. [1] NVIDIA, "Analyzing Xid Errors with the Xid Catalog",
+       https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html
+
+    Examples
+    --------
+    >>> ev = pl.DataFrame(
+    ...     {"failure_mode": ["gpu/unknown_xid", "gpu/hang"], "code": ["999", "109"]}
+    ... )
+    >>> note = unknown_xid_note(ev)
+    >>> note[:12], "(Xid 999 x1)" in note, note[-32:]
+    ('1 Xid line(s', True, '--count-unknown-xid` counts them')
+    """
+    require_columns(events, ["failure_mode", "code"], where="unknown_xid_note")
+    unknown = events.filter(pl.col("failure_mode") == _UNKNOWN_XID)
+    if unknown.height == 0:
+        return None
+    codes = (
+        unknown.group_by("code")
+        .agg(n=pl.len())
+        .sort(["n", "code"], descending=[True, False], nulls_last=True)
+    )
+    shown = ", ".join(f"Xid {c} x{n}" for c, n in codes.head(10).iter_rows())
+    if codes.height > 10:
+        shown += f", and {codes.height - 10} more code(s)"
+    head = (
+        f"{unknown.height} Xid line(s) with a code outside NVIDIA's Xid catalogue "
+        f"({shown}) are kept as {_UNKNOWN_XID}"
+    )
+    if counted:
+        return f"{head} and counted as failures (--count-unknown-xid)"
+    return (
+        f"{head} and not counted as failures; `relkit mtbf --count-unknown-xid` "
+        "counts them"
+    )
 
 
 def failure_mode_info(mode: str) -> dict[str, Any]:

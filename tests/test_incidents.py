@@ -957,3 +957,106 @@ def test_ref_end_to_end_with_kernel_reader(
         assert links["n_context"].to_list() == [1, 0]
         assert links["n_events"].to_list() == [14, 1]
         assert inc.filter(pl.col("failure_mode") == "network/cable_module").height == 0
+
+
+# -- issue 10 §1: an application Xid then a reset Xid; codes outside the catalogue --
+def _xid(line: int, sec: float, code: int, pci: str = "0000:3b:00") -> dict:
+    return {
+        "line_no": line,
+        "ts": _t(1, 3, 10, 0, sec),
+        "host": "node7",
+        "device": pci,
+        "code": str(code),
+        "failure_mode": mode_for_xid(code),
+    }
+
+
+def test_ref_app_xid_then_ctxsw_timeout_counts_the_hang_once() -> None:
+    """Xid 13 at 10:00:00, Xid 109 at 10:00:03, Xid 45 at 10:00:04, one GPU.
+
+    Expected by hand from NVIDIA's catalogue: 13 is RESTART_APP (the
+    application's, not counted), 109 is RESET_GPU (the GPU is out until reset:
+    one hardware failure), 45 is WORKFLOW_XID_45 (follows the others: folded).
+    So 2 incidents, 1 failure; the 45 joins the nearer incident (109, 1 s).
+    """
+    ev = _events([_xid(1, 0.0, 13), _xid(2, 3.0, 109), _xid(3, 4.0, 45)])
+    inc = build_incidents(ev).sort("start_ts")
+    assert inc["failure_mode"].to_list() == ["gpu/application_error", "gpu/hang"]
+    assert inc["category"].to_list() == ["user", "hardware"]
+    assert inc["counts_as_failure"].to_list() == [False, True]
+    assert inc["n_sympathetic"].to_list() == [0, 1]
+    assert inc["root_code"].to_list() == ["13", "109"]
+    assert count_failures(inc, by=())["n_failures"].item() == 1
+
+
+def test_app_xid_then_hang_on_another_gpu_is_still_one_failure() -> None:
+    """Xid 31 on 0000:3b:00 and Xid 109 on 0000:5e:00: still one failure (the
+    hang), and the application's incident never counts (hand count)."""
+    ev = _events([_xid(1, 0.0, 31), _xid(2, 2.0, 109, pci="0000:5e:00")])
+    inc = build_incidents(ev)
+    assert inc.filter(pl.col("counts_as_failure"))["failure_mode"].to_list() == [
+        "gpu/hang"
+    ]
+
+
+def test_unknown_xid_counts_only_when_asked() -> None:
+    """Xid 999 (not in the catalogue, 1-172) and Xid 79: 1 failure by default,
+    2 with count_unknown_xid=True; the unknown one keeps category 'unknown'."""
+    ev = _events([_xid(1, 0.0, 999), _xid(2, 0.0, 79, pci="0000:5e:00")])
+    default = build_incidents(ev)
+    assert (
+        default.filter(pl.col("failure_mode") == "gpu/unknown_xid").row(0, named=True)[
+            "category"
+        ]
+        == "unknown"
+    )
+    assert default["counts_as_failure"].sum() == 1
+    counted = build_incidents(ev, count_unknown_xid=True)
+    assert counted["counts_as_failure"].sum() == 2
+
+
+def test_ref_cli_unknown_xid_named_and_counted_on_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A journalctl short-iso log written for this test: boot line, Xid 999 on
+    0000:3b:00, Xid 79 on 0000:5e:00 a day later, a last line two days after
+    boot. By hand: 1 failure (79) by default, the stderr of ingest and mtbf
+    names Xid 999 and the option; --count-unknown-xid gives 2."""
+    import json
+
+    from relkit.cli import main
+
+    log = tmp_path / "node7.log"
+    log.write_text(
+        "2025-03-01T00:00:05+00:00 node7 kernel: Linux version 6.8.0-45-generic "
+        "(buildd@lcy02) #45-Ubuntu SMP\n"
+        "2025-03-01T10:00:00+00:00 node7 kernel: NVRM: Xid (PCI:0000:3b:00): 999, "
+        "pid=4242, name=python3, Ch 00000010\n"
+        "2025-03-02T11:30:00+00:00 node7 kernel: NVRM: Xid (PCI:0000:5e:00): 79, "
+        "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+        "2025-03-03T00:00:00+00:00 node7 kernel: systemd-journald[512]: Journal "
+        "stopped\n"
+    )
+    db = str(tmp_path / "k.duckdb")
+    assert main(["ingest", "--db", db, "--kind", "kernel", str(log)]) == 0
+    _, err = capsys.readouterr()
+    assert "Xid 999 x1" in err
+    assert "--count-unknown-xid" in err
+
+    assert main(["mtbf", "--db", db, "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)[0]["n_failures"] == 1
+    assert "Xid 999 x1" in err
+    assert "not counted" in err
+    assert "--count-unknown-xid" in err
+
+    assert main(["mtbf", "--db", db, "--count-unknown-xid", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)[0]["n_failures"] == 2
+    assert "counted as failures (--count-unknown-xid)" in err
+
+    assert main(["incidents", "--db", db, "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    rows = {r["failure_mode"]: r["counts_as_failure"] for r in json.loads(out)}
+    assert rows == {"gpu/unknown_xid": False, "gpu/fallen_off_bus": True}
+    assert "Xid 999" in err

@@ -1,5 +1,7 @@
 """The failure-mode taxonomy (issue 3 §2) and Llama 3 Table 5."""
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
@@ -456,3 +458,27 @@ def test_unknown_xid_is_not_a_failure_by_default() -> None:
     info = failure_mode_info(mode_for_xid(999))
     assert info["failure_mode"] == "gpu/unknown_xid"
     assert (info["category"], info["counts_as_failure"]) == ("unknown", False)
+
+
+def test_store_gets_the_new_modes_when_opened_for_writing(tmp_path: Path) -> None:
+    """Issue 10 §1: a store seeded by an older taxonomy (here: without the
+    catalogue's new modes and with unknown_xid counted) gets the current rows on
+    its next open for writing; `relkit events` joins that table."""
+    from relkit.store import Store
+
+    db = tmp_path / "old.duckdb"
+    with Store(db) as store:
+        con = store.connection
+        con.execute(
+            "DELETE FROM failure_modes WHERE failure_mode = 'gpu/reset_required'"
+        )
+        con.execute(
+            "UPDATE failure_modes SET counts_as_failure = true "
+            "WHERE failure_mode = 'gpu/unknown_xid'"
+        )
+    with Store(db) as store:
+        modes = store.table("failure_modes")
+    assert set(modes["failure_mode"]) == set(FAILURE_MODES["failure_mode"])
+    assert modes.height == FAILURE_MODES.height
+    row = modes.filter(pl.col("failure_mode") == "gpu/unknown_xid").row(0, named=True)
+    assert row["counts_as_failure"] is False

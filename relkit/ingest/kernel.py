@@ -560,6 +560,15 @@ def read_kernel(
     ]
 
 
+def _unknown_xid_note(events: pl.DataFrame) -> str | None:
+    """Say, for the ingest summary, which Xid codes are outside the catalogue."""
+    from relkit.taxonomy import unknown_xid_note
+
+    if events.is_empty() or "failure_mode" not in events.columns:
+        return None
+    return unknown_xid_note(events)
+
+
 def _read_one(
     store: Store,
     path: Path,
@@ -599,6 +608,7 @@ def _read_one(
             options=options,
             n_loaded=parsed.events.height,
             ignored=parsed.ignored,
+            note=_unknown_xid_note(parsed.events),
         )
 
     return ingest(

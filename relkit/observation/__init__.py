@@ -183,6 +183,7 @@ def observe(
     window_end: datetime | None = None,
     window_min: float | None = None,
     gpus_per_node: int = 8,
+    count_unknown_xid: bool = False,
 ) -> Observation:
     """Apply the observation model to a store's tables.
 
@@ -209,6 +210,9 @@ def observe(
         not given; normalised records only when given (:func:`failure_records`).
     gpus_per_node : int, default 8
         GPUs per host assumed when there are no assets.
+    count_unknown_xid : bool, default False
+        Count Xid codes outside NVIDIA's catalogue (``gpu/unknown_xid``) as
+        failures (:func:`failure_records`).
 
     Returns
     -------
@@ -237,7 +241,11 @@ def observe(
     collected = collection_times(sources, events)
     spans = host_spans(events, log_spans, sources)
     failures = failure_records(
-        events, window_min=window_min, failure_modes=failure_modes, sources=sources
+        events,
+        window_min=window_min,
+        failure_modes=failure_modes,
+        sources=sources,
+        count_unknown_xid=count_unknown_xid,
     )
     assumed = assets.height == 0
     if assumed:

@@ -51,6 +51,7 @@ def failure_records(
     flap_debounce_min: float = 5.0,
     failure_modes: pl.DataFrame | None = None,
     sources: pl.DataFrame | None = None,
+    count_unknown_xid: bool = False,
 ) -> pl.DataFrame:
     """Fold raw log signals into failure incidents; keep other records as they are.
 
@@ -77,6 +78,9 @@ def failure_records(
         (``declared_modes`` in its options) and which files are logs (kinds
         ``kernel``, ``nvsmi``). Without it, every event of a taxonomy mode is
         taken as a log signal.
+    count_unknown_xid : bool, default False
+        Count incidents of Xid codes outside NVIDIA's catalogue
+        (``gpu/unknown_xid``) as failures (not counted by default).
 
     Returns
     -------
@@ -136,6 +140,7 @@ def failure_records(
         raw,
         window_min=LOG_WINDOW_MIN if window_min is None else window_min,
         flap_debounce_min=flap_debounce_min,
+        count_unknown_xid=count_unknown_xid,
     )
     folded = incidents_as_failures(incidents)
     return pl.concat(

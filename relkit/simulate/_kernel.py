@@ -170,7 +170,8 @@ def _gpu_storm(st: _Storm) -> None:
             st.xid(1.0 + 2 * rng.random(), 79, "GPU has fallen off the bus.", mode)
     elif mode == "gpu/hbm_uncorrectable":
         # Xid 140 ("unrecovered ECC error") is printed for HBM3 (H100) only
-        codes = [48, 94, 95, 140] if st.gpu_model == "H100" else [48, 94, 95]
+        # Xid 94 (contained, RESTART_APP) is gpu/contained_memory_error now
+        codes = [48, 95, 140] if st.gpu_model == "H100" else [48, 95]
         code = int(rng.choice(codes))
         text = {
             48: "Ch 00000008, An uncorrectable double bit error (DBE) has been "
@@ -222,16 +223,17 @@ def _gpu_storm(st: _Storm) -> None:
             st.xid(0.0, 46, "", mode)
         st.sympathetic(1.0, int(rng.integers(0, 3)))
     elif mode == "gpu/unknown_xid":
-        st.xid(0.0, 8, "Ch 00000010", mode)
+        # 173: the first code after NVIDIA's catalogue (1-172)
+        st.xid(0.0, 173, "Ch 00000010", mode)
     elif mode == "gpu/application_error":
-        code = int(rng.choice([13, 31, 43]))
+        # Xid 43's bucket is IGNORE: gpu/informational, not this mode
+        code = int(rng.choice([13, 31]))
         text = {
             13: "Graphics SM Warp Exception on (GPC 2, TPC 1, SM 0): Out Of Range "
             "Address",
             31: "Ch 00000010, intr 10000000. MMU Fault: ENGINE GRAPHICS "
             "GPCCLIENT_T1_0 faulted @ 0x7f5e_3f000000. Fault is of type "
             "FAULT_PDE ACCESS_TYPE_VIRT_READ",
-            43: "Ch 00000010",
         }[code]
         st.xid(0.0, code, text, mode)
         st.sympathetic(1.0, int(rng.integers(0, 13)))

@@ -85,7 +85,15 @@ _ROWS = [
     _m("gpu/gsp_firmware", "gpu", state="FAILED", exit_code="1:0", repair_h=4.0),
     _m("gpu/nvlink", "gpu", state="FAILED", exit_code="1:0", repair_h=12.0),
     _m("gpu/hang", "gpu", state="FAILED", exit_code="0:9", repair_h=4.0),
-    _m("gpu/unknown_xid", "gpu", state="FAILED", exit_code="1:0", repair_h=8.0),
+    # an Xid code outside NVIDIA's catalogue: kept, not counted (issue 10 §1)
+    _m(
+        "gpu/unknown_xid",
+        "gpu",
+        state="FAILED",
+        exit_code="1:0",
+        repair_h=8.0,
+        counts=False,
+    ),
     _m("nvswitch/sxid", "node", state="NODE_FAIL", repair_h=24.0),
     _m("network/link_down", "node", state="NODE_FAIL", repair_h=6.0),
     _m("host/memory_ue", "node", state="NODE_FAIL", repair_h=48.0),
