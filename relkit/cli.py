@@ -108,10 +108,12 @@ def _columns(text: str | None) -> list[str]:
 
 # -- verbs ---------------------------------------------------------------------------
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    from relkit._cli_jobs import read_with_fields
     from relkit.ingest import read_path
     from relkit.store import Store
 
     as_of = _parse_instant(args.as_of, "--as-of")
+    read_path = read_with_fields(read_path, args.fields)  # sacct --noheader
     results, failed, refused = [], 0, []
     with Store(args.db) as store:
         for n, path in enumerate(args.paths, 1):
@@ -617,6 +619,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--snapshot-ts",
         help="k8s: when the dump was taken (ISO 8601 with zone); running pods are "
         "censored there",
+    )
+    p.add_argument(
+        "--fields",
+        help="sacct: the columns of a header-less dump (sacct --noheader -P), in "
+        "its --format order, e.g. JobID,State,Start,End,Elapsed,AllocNodes,"
+        "AllocTRES,NodeList",
     )
     p.add_argument(
         "--as-of",
