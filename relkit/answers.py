@@ -38,6 +38,7 @@ __all__ = [
     "log_end",
     "mtbf_by",
     "mtbf_of",
+    "no_wall_time_note",
     "store_tables",
     "survival_by",
     "time_between_failures",
@@ -814,6 +815,49 @@ def log_end(sources: pl.DataFrame) -> datetime | None:
         if (v := json.loads(text).get("log_end_ts"))
     ]
     return max(ends) if ends else None
+
+
+def no_wall_time_note(events: pl.DataFrame) -> str | None:
+    """Say how many events have no wall time, on which hosts, and the fix.
+
+    Parameters
+    ----------
+    events : pl.DataFrame
+        The store's ``events`` (``ts``, UTC, null where the line had no
+        resolvable time; ``host``).
+
+    Returns
+    -------
+    str or None
+        One sentence for stderr or a report, naming ``--boot-time`` and the
+        ``HOST.btime`` record of :func:`relkit.ingest.kernel.read_kernel`; None
+        when every event has a wall time.
+
+    Examples
+    --------
+    >>> ev = pl.DataFrame(
+    ...     {"ts": [None], "host": ["node7"]},
+    ...     schema={"ts": pl.Datetime("us", "UTC"), "host": pl.String},
+    ... )
+    >>> print(no_wall_time_note(ev))  # doctest: +ELLIPSIS
+    1 of 1 event(s) have no wall time (flag no_wall_time; host(s) ['node7']) ...
+    """
+    if "ts" not in events.columns or not (n := events["ts"].null_count()):
+        return None
+    hosts = (
+        events.filter(pl.col("ts").is_null())["host"].drop_nulls().unique().sort()
+    ).to_list()
+    more = f" and {len(hosts) - 5} more" if len(hosts) > 5 else ""
+    return (
+        f"{n} of {events.height} event(s) have no wall time (flag no_wall_time; "
+        f"host(s) {hosts[:5]}{more}) and are left out of incidents and counts. "
+        "Their stamps are kernel clocks (seconds since boot) with no boot time in "
+        "the log: ingest them again with the host's boot time, `relkit ingest "
+        "--kind kernel --replace --boot-time BOOT LOG` (BOOT: ISO 8601 with the "
+        "zone, e.g. `uptime -s` output plus the host's zone, or 'btime EPOCH' "
+        "from /proc/stat), or put HOST.btime (grep btime /proc/stat > "
+        "HOST.btime) beside each log"
+    )
 
 
 def incident_table(

@@ -132,6 +132,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                     pseudonym_key_file=args.pseudonym_key_file,
                     snapshot_ts=args.snapshot_ts,
                     as_of=as_of,
+                    boot_time=args.boot_time,
                 )
             except RelkitError as exc:
                 failed += 1
@@ -222,6 +223,14 @@ def _say_exclusions(obs_excluded: pl.DataFrame) -> None:
     )
 
 
+def _say_no_wall_time(events: pl.DataFrame) -> None:
+    """Say how many events lack a wall time and how to give them one."""
+    from relkit.answers import no_wall_time_note
+
+    if (note := no_wall_time_note(events)) is not None:
+        _progress(f"warning: {note}")
+
+
 def _say_unknown_xid(events: pl.DataFrame, *, counted: bool) -> None:
     """Name the Xid codes outside NVIDIA's catalogue, and how to count them."""
     from relkit.taxonomy import unknown_xid_note
@@ -300,12 +309,7 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
     _say_empty_inventories(tables["sources"], obs.exposure_basis)
     for note in obs.notes:
         _progress(f"warning: {note}")
-    if obs.n_no_wall_time:
-        _progress(
-            f"{obs.n_no_wall_time} event(s) have no wall time and are not counted "
-            "(flag no_wall_time); ingest the logs with wall-clock stamps or a "
-            "boot anchor to place them"
-        )
+    _say_no_wall_time(tables["events"])
     for row in (
         result.filter(pl.col("warning").is_not_null()).head(5).iter_rows(named=True)
     ):
@@ -414,6 +418,7 @@ def _cmd_incidents(args: argparse.Namespace) -> int:
         count_unknown_xid=args.count_unknown_xid,
     )
     _say_unknown_xid(tables["events"], counted=args.count_unknown_xid)
+    _say_no_wall_time(tables["events"])
     _emit(result, args.format)
     return 0
 
@@ -601,6 +606,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--host-from-filename",
         action="store_true",
         help="kernel logs: the host is the file name (gpu017.log -> gpu017)",
+    )
+    p.add_argument(
+        "--boot-time",
+        help="kernel logs: when the host booted (ISO 8601 with zone, e.g. "
+        "2025-02-23T03:20:00Z, or 'btime EPOCH' from /proc/stat); gives plain "
+        "dmesg kernel-clock stamps a wall time (the log's last boot). Without "
+        "it, HOST.btime beside the log (grep btime /proc/stat > HOST.btime) is "
+        "used",
     )
     p.add_argument(
         "--replace",

@@ -178,6 +178,9 @@ def _write_report(
     rejects = store.table("rejects")
     obs = observe(**st)
     end = obs.observed_until
+    no_wall = answers.no_wall_time_note(events)
+    if no_wall is not None:
+        progress(f"warning: {no_wall}")
     sections: list[tuple[str, str]] = []
     tables: dict[str, pl.DataFrame] = {}
 
@@ -222,7 +225,10 @@ def _write_report(
             f"{assets.height:,} assets rows, exposure basis: "
             f"{overall['exposure_basis']}; {rejects.height:,} rejected input lines. "
             f"Observation ends {end}.{excluded_note}</p>"
-            + "".join(f"<p>Note: {n}.</p>" for n in obs.notes),
+            + "".join(
+                f"<p>Note: {n}.</p>"
+                for n in [*obs.notes, *([no_wall] if no_wall else [])]
+            ),
         )
     )
     sections.append(

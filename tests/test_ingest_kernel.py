@@ -376,11 +376,19 @@ def test_prop_random_lines_counted_once(
     tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], cut: int
 ) -> None:
     """Issue 3 §4: random bytes, truncated and non-UTF-8 lines never crash ingest,
-    and every line is counted exactly once (n_lines = loaded + ignored + rejected)."""
+    and every line is counted exactly once (n_lines = loaded + ignored + rejected).
+    Issue 10 §5: a file whose start is mostly random bytes is refused as binary
+    (IngestError), exactly when binary_kind says so."""
+    from relkit.ingest._kernel_read import binary_kind
+
     data = b"\n".join([b"# relkit property test", *lines])
     data = data[: len(data) - cut] if cut < len(data) else data
     f = tmp_path_factory.mktemp("prop") / "h.log"
     f.write_bytes(data)
+    if binary_kind(data[: 1 << 16]) is not None:
+        with Store(":memory:") as store, pytest.raises(IngestError, match="binary"):
+            read_kernel(store, f, tz="UTC", reference_date="2025-03-05", host="h")
+        return
     with Store(":memory:") as store:
         [r] = read_kernel(store, f, tz="UTC", reference_date="2025-03-05", host="h")
         n_rej = store.table("rejects").height
@@ -440,7 +448,18 @@ _ISO_STAMPS = [
     "2025-03-04T10:22:05",
 ]
 _HEADERS = st.one_of(
-    st.builds(lambda m: f"[{m}] ", st.sampled_from(["  12.5", "1.000001", "9912.0"])),
+    st.builds(
+        lambda p, m: f"{p}[{m}] ",
+        st.sampled_from(["", "<4>", "<12>"]),  # dmesg -r: priority, then clock
+        st.sampled_from(["  12.5", "1.000001", "9912.0"]),
+    ),
+    st.builds(  # syslog without a host field (issue 10 §3)
+        lambda p, ts, tag, m: f"{p}{ts} {tag}{m}",
+        st.sampled_from(["", "<6>"]),
+        st.sampled_from([*_ISO_STAMPS, "Mar  4 10:21:40", "Feb 23 03:28:16"]),
+        st.sampled_from(["kernel: ", "systemd[1]: ", "h: a: "]),
+        st.sampled_from(["", "[ 99.1] ", "[12.5]", "[ 1] "]),
+    ),
     st.builds(
         lambda p, ts, h, tag, m: f"{p}{ts} {h} {tag}{m}",
         st.sampled_from(["", "<6>"]),

@@ -226,6 +226,7 @@ def read_path(
     pseudonym_key_file: str | Path | None = None,
     snapshot_ts: str | dt.datetime | None = None,
     as_of: str | dt.datetime | None = None,
+    boot_time: str | dt.datetime | None = None,
 ) -> list[IngestResult]:
     """Ingest a file, or for ``kind="kernel"`` a directory of per-host logs.
 
@@ -257,6 +258,9 @@ def read_path(
         When the file was collected (``--as-of``; ISO 8601 with a zone, or an
         aware datetime): stored in UTC as ``as_of_ts`` in the source's options.
         A zone-less time is an error.
+    boot_time : str or datetime, optional
+        Kernel logs: when the host booted (``--boot-time``), for plain
+        ``dmesg`` kernel clocks (see :func:`read_kernel`).
 
     Returns
     -------
@@ -279,8 +283,12 @@ def read_path(
                 host_from_filename=host_from_filename,
                 replace=replace,
                 as_of=as_of,
+                boot_time=boot_time,
             )
         )
+    if boot_time is not None:
+        msg = f"--boot-time is for --kind kernel only; this is --kind {kind}."
+        raise IngestError(path, msg)
     return [
         read_file(
             store,

@@ -209,7 +209,9 @@ def _host_net_cols(kind: str, rest: pl.Expr) -> dict[str, pl.Expr]:
         state = pl.col("state")
         early = state.is_in(_LINK_IGNORED_STATES)
         return {
-            "outcome": pl.when(early).then(pl.lit("ignored")).otherwise(pl.lit("event")),
+            "outcome": pl.when(early)
+            .then(pl.lit("ignored"))
+            .otherwise(pl.lit("event")),
             "reason": pl.when(early).then(pl.lit("link_init")),
             "device": pl.when(pl.col("port").is_not_null())
             .then(pl.format("{} port {}", pl.col("ibdev"), pl.col("port")))
@@ -240,7 +242,9 @@ def _host_net_cols(kind: str, rest: pl.Expr) -> dict[str, pl.Expr]:
                 "severity": pl.lit("fatal"),
                 "code": pl.lit("panic"),
             }
-        status = rest.str.extract(r"Bank \d+: ([0-9a-fA-F]{16})\b", 1).str.to_lowercase()
+        status = rest.str.extract(
+            r"Bank \d+: ([0-9a-fA-F]{16})\b", 1
+        ).str.to_lowercase()
         uc = status.str.slice(0, 1).replace_strict(
             _UC_BIT, default=None, return_dtype=pl.Boolean
         )

@@ -1,6 +1,7 @@
 r"""Reading kernel/syslog files as frames of the lines the classifier needs.
 
-:class:`LineFrames` streams a plain or gzip file in blocks of bytes split at
+:class:`LineFrames` streams a plain or compressed (gzip, xz, bzip2, zstd; told
+by their magic bytes, not the name) file in blocks of bytes split at
 newlines (polars' CSV reader on one string column, or an exact decode when a
 block holds the reader's separator byte) and yields, per block, the lines that
 are failure candidates (a keyword of
@@ -13,14 +14,16 @@ Invalid UTF-8 becomes U+FFFD, NUL becomes U+FFFD, a ``\r`` before the newline
 is removed, and a last line without a newline is a line.
 """
 
+import bz2
 import gzip
+import lzma
 import queue
 import re
 import threading
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import IO, TypeVar
 
 import polars as pl
 
@@ -67,18 +70,135 @@ def split_block(data: bytes) -> pl.Series:
     return s.slice(0, s.len() - 1).str.strip_suffix("\r")
 
 
+#: Magic bytes of the compressions the kernel reader opens -> name.
+COMPRESSIONS = {
+    b"\x1f\x8b": "gzip",
+    b"\xfd7zXZ\x00": "xz",
+    b"BZh": "bzip2",
+    b"\x28\xb5\x2f\xfd": "zstd",
+}
+#: How to decompress each by hand (for error messages).
+_UNPACK = {
+    "gzip": "zcat FILE > OUT",
+    "xz": "xzcat FILE > OUT",
+    "bzip2": "bzcat FILE > OUT",
+    "zstd": "zstdcat FILE > OUT",
+}
+
+
+def compression(path: Path) -> str | None:
+    """``gzip``, ``xz``, ``bzip2`` or ``zstd`` by the file's magic bytes, else None."""
+    with path.open("rb") as head:
+        start = head.read(6)
+    return next((n for m, n in COMPRESSIONS.items() if start.startswith(m)), None)
+
+
 def is_gzip(path: Path) -> bool:
     """Whether a file starts with the gzip magic bytes."""
-    with path.open("rb") as head:
-        return head.read(2) == b"\x1f\x8b"
+    return compression(path) == "gzip"
+
+
+def _open(path: Path, kind: str | None) -> IO[bytes]:
+    """Open a file for reading bytes, decompressing ``kind`` on the fly."""
+    if kind == "gzip":
+        return gzip.open(path, "rb")
+    if kind == "xz":
+        return lzma.open(path, "rb")
+    if kind == "bzip2":
+        return bz2.open(path, "rb")
+    if kind == "zstd":
+        import zstandard
+
+        raw = path.open("rb")
+        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[return-value]
+    return path.open("rb")
+
+
+#: Leading bytes of binary formats that are never a log (Parquet, ELF, zip,
+#: SQLite, PNG, PDF).
+_BINARY_MAGIC = {
+    b"PAR1": "a Parquet file",
+    b"\x7fELF": "an ELF binary",
+    b"PK\x03\x04": "a zip archive",
+    b"SQLite format 3\x00": "an SQLite database",
+    b"\x89PNG": "a PNG image",
+    b"%PDF": "a PDF document",
+}
+#: Share of control or invalid-UTF-8 characters (NUL runs aside) above which the
+#: start of a file is binary, not a log with a few damaged bytes; at least
+#: :data:`BINARY_MIN` such characters are needed (a short log with a few bad
+#: bytes stays text).
+BINARY_FRAC = 0.10
+BINARY_MIN = 16
+
+
+def binary_kind(head: bytes) -> str | None:
+    """Say what a file's first (decompressed) bytes are, if they are no text log.
+
+    Returns a description (``"a Parquet file"``, ``"UTF-16 text"``, ``"binary
+    data"``) or None for text. A log may hold a few NUL runs (a host that
+    crashed mid-write) or bad bytes; those stay text. Binary means: a known
+    magic number, UTF-16 (a byte-order mark, or every other byte NUL), or more
+    than :data:`BINARY_FRAC` (and at least :data:`BINARY_MIN`) of the
+    characters left after dropping NUL bytes are control characters or invalid
+    UTF-8.
+    """
+    for magic, what in _BINARY_MAGIC.items():
+        if head.startswith(magic):
+            return what
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "UTF-16 text"
+    n = len(head) - len(head) % 2
+    even, odd = head[0:n:2], head[1:n:2]
+    if n >= 8 and (
+        (odd.count(0) == len(odd) and 0 not in even)
+        or (even.count(0) == len(even) and 0 not in odd)
+    ):
+        return "UTF-16 text"
+    text = head.replace(b"\x00", b"").decode("utf-8", errors="replace")
+    if not text:
+        return "binary data (NUL bytes only)" if head else None
+    bad = sum(
+        1 for c in text if c == "\ufffd" or (ord(c) < 32 and c not in "\t\n\r\x0c\x1b")
+    )
+    return "binary data" if bad > max(BINARY_FRAC * len(text), BINARY_MIN) else None
+
+
+def _refuse_binary(path: Path, head: bytes, kind: str | None) -> None:
+    """Raise IngestError when the first bytes are no text log (see binary_kind)."""
+    what = binary_kind(head)
+    if what is None:
+        return
+    inside = f" inside the {kind} compression" if kind else ""
+    fix = (
+        "convert it to UTF-8 first, e.g. iconv -f UTF-16 -t UTF-8 IN > OUT"
+        if what == "UTF-16 text"
+        else "pass the kernel/syslog text itself (dmesg, /var/log/kern.log, "
+        "journalctl -k), plain or gzip/xz/bzip2/zstd-compressed"
+    )
+    msg = f"is {what}{inside}, not a kernel/syslog text log; {fix}."
+    raise IngestError(path, msg)
+
+
+#: Bytes looked at to tell a binary file from a log.
+_HEAD_BYTES = 1 << 16
 
 
 def block_batches(path: Path, batch_bytes: int = BATCH_BYTES) -> Iterator[pl.Series]:
-    """Stream a plain or gzip file as batches of lines (bounded memory)."""
-    fh = gzip.open(path, "rb") if is_gzip(path) else path.open("rb")  # noqa: SIM115
+    """Stream a plain or compressed file as batches of lines (bounded memory).
+
+    Raises IngestError for a damaged compressed file, or one whose first bytes
+    are no text log (Parquet, ELF, UTF-16, random bytes; :func:`binary_kind`).
+    """
+    kind = compression(path)
+    fh = _open(path, kind)
     try:
         rest = b""
+        first = True
         while block := fh.read(batch_bytes):
+            if first:
+                _refuse_binary(path, block[:_HEAD_BYTES], kind)
+                first = False
             data = rest + block
             cut = data.rfind(b"\n")
             if cut < 0:
@@ -88,14 +208,23 @@ def block_batches(path: Path, batch_bytes: int = BATCH_BYTES) -> Iterator[pl.Ser
             yield split_block(data[: cut + 1])
         if rest:
             yield split_block(rest + b"\n")
-    except (OSError, EOFError, zlib.error) as exc:
+    except (OSError, EOFError, zlib.error, lzma.LZMAError, _ZstdError) as exc:
         msg = (
-            f"not a readable gzip file ({exc}); it may be truncated. Copy it again "
-            "or decompress what is there (zcat FILE > OUT) and ingest OUT."
+            f"not a readable {kind or 'log'} file ({exc}); it may be truncated. "
+            "Copy it again or decompress what is there "
+            f"({_UNPACK.get(kind or '', 'cat FILE > OUT')}) and ingest OUT."
         )
         raise IngestError(path, msg) from exc
     finally:
         fh.close()
+
+
+try:
+    from zstandard import ZstdError as _ZstdError
+except ImportError:  # pragma: no cover - a dependency; .zst files then fail
+
+    class _ZstdError(Exception):  # type: ignore[no-redef]
+        """Stand-in when zstandard is missing."""
 
 
 def file_host(path: Path) -> str:
@@ -106,7 +235,7 @@ def file_host(path: Path) -> str:
     """
     name = path.name
     for _ in range(4):  # e.g. .log.2.gz: strip in any order, a few layers deep
-        name = re.sub(r"\.(gz|log|txt|out|dmesg|syslog|\d+)$", "", name)
+        name = re.sub(r"\.(gz|xz|bz2|zst|log|txt|out|dmesg|syslog|\d+)$", "", name)
     return name
 
 

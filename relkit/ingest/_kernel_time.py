@@ -9,6 +9,7 @@ boot, and anchors never cross boots.
 """
 
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,81 @@ def parse_reference_date(
         raise IngestError(path, msg) from exc
 
 
+def parse_boot_time(
+    path: str | Path, boot_time: str | dt.datetime | None, *, where: str = "--boot-time"
+) -> dt.datetime | None:
+    """Return ``boot_time`` as an aware UTC datetime (ISO 8601 with a zone).
+
+    Also reads ``btime <epoch seconds>`` (the ``/proc/stat`` line) and bare
+    epoch seconds. Raises IngestError, naming ``where``, for anything else or a
+    time without a zone.
+    """
+    if boot_time is None or isinstance(boot_time, dt.datetime):
+        value = boot_time
+    else:
+        text = str(boot_time).strip()
+        epoch = re.fullmatch(r"(?:btime\s+)?(\d{1,12})", text)
+        try:
+            value = (
+                dt.datetime.fromtimestamp(int(epoch.group(1)), dt.UTC)
+                if epoch
+                else dt.datetime.fromisoformat(text)
+            )
+        except ValueError as exc:
+            msg = (
+                f"{where} {text!r} is no time; expected ISO 8601 with a zone "
+                "(e.g. 2025-02-23T03:20:00Z, or `uptime -s` output with its zone "
+                "added) or a /proc/stat line 'btime 1740280800'."
+            )
+            raise IngestError(path, msg) from exc
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        msg = (
+            f"{where} {value.isoformat()} has no time zone; relkit does not guess "
+            "one. Add the zone the host's clock was set to, e.g. "
+            f"{value.isoformat()}Z if it was UTC, or give the /proc/stat "
+            "'btime <epoch>' line."
+        )
+        raise IngestError(path, msg)
+    return value.astimezone(dt.UTC)
+
+
+#: The boot-time record beside a log: ``<host>.btime`` (the log's name without
+#: its suffixes, as :func:`relkit.ingest._kernel_read.file_host`), holding the
+#: ``btime <epoch>`` line of ``/proc/stat`` or an ISO 8601 time with a zone.
+BTIME_SUFFIX = ".btime"
+
+
+def boot_time_record(path: Path, stem: str) -> tuple[dt.datetime, Path] | None:
+    """Boot time from ``<stem>.btime`` in the log's directory, if the file exists.
+
+    Only the first non-blank line that is not a comment counts; a
+    ``/proc/stat`` copy may hold other lines, so its ``btime`` line is used.
+    """
+    record = path.parent / f"{stem}{BTIME_SUFFIX}"
+    if not record.is_file():
+        return None
+    lines = [
+        ln.strip()
+        for ln in record.read_text(encoding="utf-8", errors="replace").splitlines()
+        if ln.strip() and not ln.lstrip().startswith("#")
+    ]
+    btime = [ln for ln in lines if ln.startswith("btime")]
+    text = (btime or lines or [""])[0]
+    value = parse_boot_time(record, text, where=f"boot time record {record.name}")
+    return None if value is None else (value, record)
+
+
+#: The zone of a local-time stamp is not in the log and relkit does not guess it.
+_ZONE_UNKNOWN = (
+    "the zone is unknown (the log does not say it, and relkit does not guess). "
+    "Pass the zone the host's clock was set to (`timedatectl` on that host "
+    "shows it): tz='ZONE' (--tz ZONE, an IANA name such as UTC or "
+    "America/Denver)."
+)
+
+
 def _need(path: str | Path, frame: pl.DataFrame, mask: pl.Series, what: str) -> None:
     """Raise IngestError at the first line of ``mask`` (a setting is missing)."""
     first = frame.filter(mask).row(0, named=True)
@@ -96,8 +172,7 @@ def wall_times(
                 path,
                 frame,
                 zoneless & iso,
-                "has no UTC offset; pass the zone of the host that wrote it, "
-                "tz='Europe/Berlin' (--tz ZONE).",
+                f"has no UTC offset and {_ZONE_UNKNOWN}",
             )
         ts = ts.zip_with(~iso, utc)
         dst = dst.zip_with(~iso, flag)
@@ -109,8 +184,7 @@ def wall_times(
                 path,
                 frame,
                 dmt,
-                "is local time without a zone (dmesg -T); pass the zone of the "
-                "host that wrote it, tz='Europe/Berlin' (--tz ZONE).",
+                f"is local time without a zone (dmesg -T); {_ZONE_UNKNOWN}",
             )
         parsed = wall.str.replace_all(r"\s+", " ").str.to_datetime(
             "%b %d %H:%M:%S %Y", time_unit="us", strict=False
@@ -118,6 +192,15 @@ def wall_times(
         naive_local = naive_local.zip_with(~dmt, parsed)
     rfc = (fr == "rfc3164") & has
     if rfc.any():
+        if reference_date is None and tz is None:
+            _need(
+                path,
+                frame,
+                rfc,
+                "has neither a year nor a zone (RFC 3164 syslog). Pass the date "
+                "the log was collected, reference_date='YYYY-MM-DD' "
+                f"(--reference-date YYYY-MM-DD), and: {_ZONE_UNKNOWN}",
+            )
         if reference_date is None:
             _need(
                 path,
@@ -132,8 +215,7 @@ def wall_times(
                 path,
                 frame,
                 rfc,
-                "is local time without a zone (RFC 3164 syslog); pass the zone of "
-                "the host that wrote it, tz='Europe/Berlin' (--tz ZONE).",
+                f"is local time without a zone (RFC 3164 syslog); {_ZONE_UNKNOWN}",
             )
         assert reference_date is not None
         naive_local = naive_local.zip_with(~rfc, _rfc3164(wall, reference_date))
@@ -241,6 +323,23 @@ class BootTracker:
         for hkey, mono, seg in last.iter_rows():
             self.last[hkey] = (mono, seg)
         return m.drop("c_mono", "c_seg")
+
+    def anchor_last_boots(self, boot_time: dt.datetime) -> int:
+        """Anchor each host's last boot at ``boot_time`` unless the log anchors it.
+
+        ``dmesg``, ``uptime -s`` and ``/proc/stat`` describe the boot that was
+        running when they were saved: the last boot of the log. Earlier boots
+        (the kernel clock fell back) keep their own anchors or none. Returns
+        the number of boots anchored here.
+        """
+        since = boot_time - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+        boot_us = since // dt.timedelta(microseconds=1)
+        n = 0
+        for hkey, (_, boot_no) in self.last.items():
+            if (hkey, boot_no) not in self.anchors:
+                self.anchors[(hkey, boot_no)] = boot_us
+                n += 1
+        return n
 
     def add_anchors(self, m: pl.DataFrame) -> None:
         """Keep the first anchor of each new (host, boot).
@@ -427,11 +526,17 @@ def mark_bad_times(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def options_dict(
-    tz: str | None, ref: dt.date | None, host: str | None
+    tz: str | None,
+    ref: dt.date | None,
+    host: str | None,
+    boot_time: dt.datetime | None = None,
 ) -> dict[str, Any]:
-    """Options recorded with a kernel source."""
-    return {
+    """Options recorded with a kernel source (``boot_time`` only when given)."""
+    out: dict[str, Any] = {
         "tz": tz,
         "reference_date": None if ref is None else ref.isoformat(),
         "host": host,
     }
+    if boot_time is not None:
+        out["boot_time"] = boot_time.isoformat()
+    return out

@@ -40,10 +40,13 @@ from relkit.ingest._kernel_classify import (
 from relkit.ingest._kernel_read import LineFrames, clock_columns, file_host
 from relkit.ingest._kernel_spans import EARLIEST, LATEST, log_spans
 from relkit.ingest._kernel_time import (
+    BTIME_SUFFIX,
     BootTracker,
     add_flag,
+    boot_time_record,
     mark_bad_times,
     options_dict,
+    parse_boot_time,
     parse_reference_date,
     resolve_times,
     wall_times,
@@ -164,6 +167,7 @@ def _parse(
     host: str | None,
     full: bool = False,
     keep_going: Callable[[], bool] | None = None,
+    boot_time: dt.datetime | None = None,
 ) -> _Parsed | None:
     """Stream one file through classify, times and context; hold only kept rows.
 
@@ -174,7 +178,8 @@ def _parse(
     parsed as its anchor. Other lines are counted as ``no_signal`` without
     further parsing. ``full=True`` classifies and times every line instead (the
     reference the tests compare the fast path with). Returns None when
-    ``keep_going`` stopped the reading.
+    ``keep_going`` stopped the reading. ``boot_time`` (UTC) anchors the last
+    boot of each host that has no anchor in the log.
     """
     return _parse_frames(
         LineFrames(path, full=full, keep_going=keep_going, host=host),
@@ -182,6 +187,7 @@ def _parse(
         ref=ref,
         host=host,
         path=path,
+        boot_time=boot_time,
     )
 
 
@@ -192,6 +198,7 @@ def _parse_frames(
     ref: dt.date | None,
     host: str | None,
     path: Path,
+    boot_time: dt.datetime | None = None,
 ) -> _Parsed | None:
     """:func:`_parse` over the frames of one reader."""
     tracker = BootTracker()
@@ -244,6 +251,8 @@ def _parse_frames(
                 cands, on="line_no", how="semi", maintain_order="left"
             )
         pending.append((cands, seg))
+    if boot_time is not None:
+        tracker.anchor_last_boots(boot_time)
     if pending and not frames.stopped:
         cands = pl.concat([p[0] for p in pending])
         parts.append((classified(cands), pl.concat([p[1] for p in pending]), cands))
@@ -431,8 +440,9 @@ def read_kernel(
     host_from_filename: bool = False,
     replace: bool = False,
     as_of: str | dt.datetime | None = None,
+    boot_time: str | dt.datetime | None = None,
 ) -> list[IngestResult]:
-    r"""Ingest kernel/syslog logs (a file, a .gz file or a directory of them).
+    r"""Ingest kernel/syslog logs (a file, a compressed file or a directory of them).
 
     Parameters
     ----------
@@ -460,6 +470,17 @@ def read_kernel(
         When the logs were collected (ISO 8601 with a zone, or an aware
         datetime; ``--as-of``): ``as_of_ts`` (UTC) in each source's options.
         A zone-less time is an error.
+    boot_time : str or datetime, optional
+        When the host booted (ISO 8601 with a zone, an aware datetime, or the
+        ``/proc/stat`` line ``btime <epoch>``; ``--boot-time``): resolves the
+        kernel clock of plain ``dmesg`` lines (seconds since boot) to wall time.
+        It anchors the last boot of each host in the file (the one running when
+        ``dmesg`` was saved), unless the log anchors that boot itself (a line
+        with both a wall stamp and the kernel clock wins). Without it, a file
+        ``<host>.btime`` beside the log (``<host>`` is the log's name without
+        suffixes, ``node7.log.gz`` -> ``node7.btime``) holding ``btime
+        <epoch>`` (``grep btime /proc/stat > node7.btime``) or an ISO 8601
+        time with a zone is used. A zone-less time is an error.
 
     Returns
     -------
@@ -528,6 +549,7 @@ def read_kernel(
     p = Path(path)
     check_tz(path, tz)
     ref = parse_reference_date(path, reference_date)
+    boot = parse_boot_time(path, boot_time)
     if p.is_dir():
         files = sorted(
             f
@@ -536,6 +558,7 @@ def read_kernel(
             and not any(part.startswith(".") for part in f.relative_to(p).parts)
             and not f.name.startswith(".")
             and f.suffix.lower() not in _NOT_LOGS
+            and f.suffix != BTIME_SUFFIX
             and f.stem.upper() not in _DOC_STEMS
         )
         if not files:
@@ -555,6 +578,7 @@ def read_kernel(
             host=file_host(f) if host_from_filename else host,
             replace=replace,
             as_of=as_of,
+            boot=boot,
         )
         for f in files
     ]
@@ -569,6 +593,29 @@ def _unknown_xid_note(events: pl.DataFrame) -> str | None:
     return unknown_xid_note(events)
 
 
+def _no_wall_time_note(events: pl.DataFrame, boot_from: str | None) -> str | None:
+    """Say how many events lack a wall time and how to give them one."""
+    if events.is_empty() or "ts" not in events.columns:
+        return None
+    n = events.get_column("ts").null_count()
+    if n == 0:
+        return None
+    used = f" ({boot_from} anchors only the log's last boot)" if boot_from else ""
+    return (
+        f"{n} of {events.height} event(s) have no wall time (flag no_wall_time: "
+        f"a kernel clock with no boot time){used}; pass --boot-time (the host's "
+        "boot time with its zone, e.g. `uptime -s` plus the zone) or put "
+        f"HOST{BTIME_SUFFIX} (grep btime /proc/stat > HOST{BTIME_SUFFIX}) beside "
+        "the log, then ingest again with --replace"
+    )
+
+
+def _join_notes(*notes: str | None) -> str | None:
+    """Join the non-empty notes with '; ' (None when there is none)."""
+    kept = [n for n in notes if n]
+    return "; ".join(kept) if kept else None
+
+
 def _read_one(
     store: Store,
     path: Path,
@@ -578,11 +625,18 @@ def _read_one(
     host: str | None,
     replace: bool,
     as_of: str | dt.datetime | None = None,
+    boot: dt.datetime | None = None,
 ) -> IngestResult:
     """Check, hash, skip or refuse, parse and write one kernel-log file."""
+    record = None if boot is not None else boot_time_record(path, file_host(path))
+    boot_from = "--boot-time" if boot is not None else None
+    if record is not None:
+        boot, boot_from = record[0], record[1].name
 
     def parse(p: Path, keep_going: Callable[[], bool]) -> Parsed | None:
-        parsed = _parse(p, tz=tz, ref=ref, host=host, keep_going=keep_going)
+        parsed = _parse(
+            p, tz=tz, ref=ref, host=host, keep_going=keep_going, boot_time=boot
+        )
         if parsed is None:
             return None
         options = {}
@@ -608,14 +662,18 @@ def _read_one(
             options=options,
             n_loaded=parsed.events.height,
             ignored=parsed.ignored,
-            note=_unknown_xid_note(parsed.events),
+            note=_join_notes(
+                None if record is None else f"boot time {boot} from {boot_from}",
+                _unknown_xid_note(parsed.events),
+                _no_wall_time_note(parsed.events, boot_from),
+            ),
         )
 
     return ingest(
         store,
         path,
         kind=KIND,
-        options=options_dict(tz, ref, host),
+        options=options_dict(tz, ref, host, boot),
         parse=parse,
         replace=replace,
         overlap_hash=True,
