@@ -476,3 +476,20 @@ def test_pods_failing_apart_or_one_pod_twice_are_separate_attempts(
     ]
     with pytest.raises(InvalidParameterError, match="gang_window_s"):
         read_k8s(Store(":memory:"), f, gang_window_s=-1)
+
+
+def test_gpu_limit_not_a_number_rejects_the_pod(tmp_path: Path) -> None:
+    """A pod whose nvidia.com/gpu limit is "8x" is a reject naming the field,
+    never a pod of unknown (then 8 per node) GPUs."""
+    bad = _pod(
+        "p",
+        {"phase": "Running"},
+        containers=[{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "8x"}}}],
+    )
+    f = tmp_path / "pods.json"
+    f.write_text(json.dumps({"kind": "List", "items": [bad]}))
+    store = Store(":memory:")
+    result = read_k8s(store, f)
+    assert (result.n_loaded, result.n_rejected) == (0, 1)
+    reason = store.table("rejects")["reason"].item()
+    assert "limits nvidia.com/gpu='8x' is not a whole number >= 0" in reason

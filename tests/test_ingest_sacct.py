@@ -790,3 +790,20 @@ def test_bad_fields_refused_with_the_option_named(fields: str, message: str) -> 
     with pytest.raises(IngestError, match=message) as err:
         read_sacct(Store(":memory:"), NOHEADER, tz="UTC", fields=fields)
     assert "--fields" in str(err.value)
+
+
+def test_started_job_with_empty_alloctres_is_said(tmp_path: Path) -> None:
+    """Two started jobs, one with ``cpu=8,node=1`` (0 GPUs), one with an empty
+    AllocTRES field: its GPU count stays unknown and the summary counts it
+    (1), naming the per-node charge."""
+    f = tmp_path / "s.psv"
+    f.write_text(
+        "JobID|State|Start|End|AllocTRES\n"
+        "1|COMPLETED|2025-03-01T08:00:00|2025-03-01T09:00:00|cpu=8,node=1\n"
+        "2|COMPLETED|2025-03-01T08:00:00|2025-03-01T09:00:00|\n"
+    )
+    store = Store(":memory:")
+    result = read_sacct(store, f, tz="UTC")
+    assert store.table("jobs").sort("job_id")["n_gpus"].to_list() == [0, None]
+    assert result.note is not None
+    assert "1 started job record(s) have an empty AllocTRES/AllocGRES" in result.note

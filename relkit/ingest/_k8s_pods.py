@@ -258,9 +258,11 @@ def pod_rows(
     """Return one pod's attempts (time order) as job rows without ``attempt``.
 
     Every container's restarts end an attempt of the pod (a sidecar's
-    ``OOMKilled`` is kept, not merged away); the pod's current state is the
-    last attempt: running while any container runs, else the containers'
-    terminations merged (a failure speaks over a success).
+    ``OOMKilled`` is kept, not merged away), and so does every failed run of
+    an init container (:func:`_init_failures`); the pod's current state is
+    the last attempt: running while any container runs, else the containers'
+    terminations merged (a failure speaks over a success). A GPU limit that
+    is not a whole number raises ValueError (the pod is rejected).
     """
     meta, spec, status = (as_dict(item.get(k)) for k in ("metadata", "spec", "status"))
     for where, value in (

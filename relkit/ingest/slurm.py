@@ -274,9 +274,9 @@ def _summary_notes(
             )
     elif unknown:
         notes.append(
-            f"warning: {unknown} started job record(s) have an empty AllocTRES: "
-            "their GPU count is unknown (the job commands charge "
-            "--gpus-per-node per node for them)"
+            f"warning: {unknown} started job record(s) have an empty "
+            "AllocTRES/AllocGRES: their GPU count is unknown (the job commands "
+            "charge --gpus-per-node per node for them)"
         )
     return notes
 
