@@ -417,11 +417,15 @@ def build_job_attempts(
         components ``4120+0`` and ``4120+1`` are one job ``4120`` (its hosts the
         union, its GPUs the sum, its state the component's that speaks for the
         job: a failure over a success); array tasks stay jobs of their own
-        (``4108_7``). A record several sources hold (overlapping daily
-        ``sacct`` dumps) is counted once (:func:`drop_repeated_records`), so
-        its interruption is too. ``stop_ts`` is ``end_ts``, or ``start_ts + elapsed_s``
-        for an attempt still running (``is_censored`` True: right-censored
-        there). ``n_nodes`` counts the distinct hosts when known.
+        (``4108_7``). Rows sharing a job id and attempt are merged the same
+        way: the pods of one Kubernetes job that ended together
+        (:func:`relkit.ingest.read_k8s`, flag ``pods_ended_together``) are one
+        attempt, one interruption, their GPUs summed. A record several
+        sources hold (overlapping daily ``sacct`` dumps) is counted once
+        (:func:`drop_repeated_records`), so its interruption is too.
+        ``stop_ts`` is ``end_ts``, or ``start_ts + elapsed_s`` for an attempt
+        still running (``is_censored`` True: right-censored there).
+        ``n_nodes`` counts the distinct hosts when known.
 
     Raises
     ------
