@@ -4,11 +4,13 @@
 Python loop per line): it finds each line's framing (``dmesg``, ``dmesg -T``,
 RFC 3164, ISO/RFC 3339, ``/dev/kmsg``, and the loghub BGL/Thunderbird/HPC
 shapes), then the signal in the message (NVIDIA Xid and SXid, GPUs fallen off
-the bus or failing at boot, mlx5 link/module/PCIe events, NCCL errors and
-watchdog timeouts, EDAC and MCE). :func:`link_context` carries context lines
-(GPU UUID maps, rate-limit notices, duplicates, boot-failure continuations)
-onto events. The patterns and code tables are data in
-:mod:`relkit.ingest._kernel_patterns`; reading files is
+the bus or failing at boot, mlx5 link/module/PCIe events, InfiniBand port
+states, NCCL and PyTorch ProcessGroupNCCL errors and watchdog timeouts, EDAC,
+MCE notices and records, APEI GHES severities, memory-failure recovery).
+:func:`link_context` carries context lines (GPU UUID maps, rate-limit notices,
+duplicates, boot-failure and machine-check continuations) onto events, and
+:func:`boot_time_links` marks link downs at boot. The patterns and code tables
+are data in :mod:`relkit.ingest._kernel_patterns`; reading files is
 :mod:`relkit.ingest.kernel`.
 """
 
@@ -428,8 +430,11 @@ def classify_lines(lines: pl.Series, *, offset: int = 0) -> pl.DataFrame:
         (the line's own time text, never a date inside the message), ``host``,
         ``code`` (Xid code as text, ``sxid:N``, ``wc_status:N``, ``CE``/``UE``;
         ``init_failed``, ``power_cables``, ``none_initialized`` for GPUs not
-        initialised at boot), ``device`` (GPU PCI ``dddd:bb:dd``, ``"pci
-        netdev"`` for NIC ports, ``mc0``, ``cpu3``), ``failure_mode``,
+        initialised at boot; ``panic`` for a machine-check panic,
+        ``memory_failure``, the GHES severity word, ``nccl:<error>`` for
+        PyTorch NCCL errors), ``device`` (GPU PCI ``dddd:bb:dd``, ``"pci
+        netdev"`` for NIC ports, ``"mlx5_0 port 1"`` for InfiniBand ports,
+        ``mc0``, ``cpu3``), ``failure_mode``,
         ``severity`` (:data:`relkit.taxonomy.SEVERITIES`), ``count`` (Int64;
         1, or the count an EDAC line states), ``detail``, ``pid`` (Int64),
         ``name``, ``uuid`` (from an earlier ``NVRM: GPU at PCI:`` line of the

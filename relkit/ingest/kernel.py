@@ -449,8 +449,10 @@ def read_kernel(
     store : Store
         Open, writable store.
     path : str or Path
-        A log file (plain or gzip) or a directory of per-host log files (each
-        file its own source, read in name order; hidden files skipped).
+        A log file (plain, or gzip, xz, bzip2 or zstd compressed, told by its
+        magic bytes) or a directory of per-host log files (each file its own
+        source, read in name order; hidden files and ``*.btime`` records
+        skipped).
     tz : str, optional
         IANA zone of zone-less stamps (``dmesg -T``, RFC 3164, ISO without
         offset): required when such lines occur (``--tz ZONE``).
@@ -492,9 +494,12 @@ def read_kernel(
     Raises
     ------
     IngestError
-        If the path is missing, unreadable or an empty directory; a gzip file is
-        corrupt; ``tz``/``reference_date`` is needed but missing or invalid (at
-        the first line that needs it); an event line has no host and neither
+        If the path is missing, unreadable or an empty directory; a compressed
+        file is corrupt; the file (once decompressed) starts as no text log
+        (Parquet, ELF, zip, UTF-16, mostly control or invalid UTF-8 bytes);
+        ``boot_time`` or a ``.btime`` record is no time or has no zone;
+        ``tz``/``reference_date`` is needed but missing or invalid (at the
+        first line that needs it); an event line has no host and neither
         ``host`` nor ``host_from_filename`` is given; or, without ``replace``, a
         file read before from the same path has changed.
 
