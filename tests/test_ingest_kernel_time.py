@@ -334,3 +334,16 @@ def test_ref_other_kinds_refuse_xz_bz2_like_gzip(
     f.write_bytes(pack(b"ts,host,failure_mode\n"))  # type: ignore[operator]
     with Store(":memory:") as store, pytest.raises(IngestError, match="decompress it"):
         read_file(store, f, kind="events")
+
+
+def test_ref_journalctl_short_precise_keeps_microseconds(tmp_path: Path) -> None:
+    """`journalctl -o short-precise` prints RFC 3164 stamps with microseconds
+    ("Mar 04 10:22:31.184022 host-b kernel: ..."); the time keeps them:
+    2025-03-04T10:22:31.184022Z with --tz UTC --reference-date 2025-03-05."""
+    f = tmp_path / "journal.log"
+    f.write_text(f"Mar 04 10:22:31.184022 host-b kernel: {XID79}\n")
+    ev = _events(f, tz="UTC", reference_date="2025-03-05")
+    assert ev.select("host", "ts").row(0) == (
+        "host-b",
+        dt.datetime(2025, 3, 4, 10, 22, 31, 184022, tzinfo=UTC),
+    )

@@ -32,7 +32,8 @@ _ISO_TS = (
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?"
     r"(?:[Zz]|[+-]\d{2}:?\d{2})?"
 )
-_RFC_TS = r"[A-Z][a-z]{2} [ \d]?\d \d{2}:\d{2}:\d{2}"
+#: RFC 3164 stamp; ``journalctl -o short-precise`` adds microseconds.
+_RFC_TS = r"[A-Z][a-z]{2} [ \d]?\d \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?"
 #: A host name or syslog tag as the framings read it.
 _WORD = r"[^\s:\[\]]+"
 #: Syslog tag and an optional nested kernel clock after the host: ``kernel: [ 9.1] ``.

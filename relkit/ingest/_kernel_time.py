@@ -243,7 +243,8 @@ def _rfc3164(wall: pl.Series, ref: dt.date) -> pl.Series:
     """
     limit = ref + dt.timedelta(days=1)
     parts = wall.str.extract_groups(
-        r"^(?P<mon>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) (?P<hms>\d{2}:\d{2}:\d{2})$"
+        r"^(?P<mon>[A-Z][a-z]{2}) +(?P<day>\d{1,2}) "
+        r"(?P<hms>\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)$"
     ).struct.unnest()
     mon = parts["mon"].replace_strict(_MONTHS, default=None, return_dtype=pl.Int64)
     day = parts["day"].cast(pl.Int64, strict=False)
@@ -263,7 +264,7 @@ def _rfc3164(wall: pl.Series, ref: dt.date) -> pl.Series:
         )
     )
     return text.to_series().str.to_datetime(
-        "%Y-%m-%d %H:%M:%S", time_unit="us", strict=False
+        "%Y-%m-%d %H:%M:%S%.f", time_unit="us", strict=False
     )
 
 
