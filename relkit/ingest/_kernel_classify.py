@@ -52,13 +52,10 @@ _SIGNAL_COLS = [
 
 
 def _xid_modes() -> dict[int, str]:
-    """Xid code -> failure mode: relkit.taxonomy's table when present."""
-    try:
-        from relkit.taxonomy import XID_MODES
+    """Xid code -> failure mode: NVIDIA's whole Xid catalogue, from relkit.taxonomy."""
+    from relkit.taxonomy import XID_MODES
 
-        return dict(XID_MODES)
-    except ImportError:  # the taxonomy module is built separately
-        return dict(kp.XID_MODES)
+    return dict(XID_MODES)
 
 
 def _pci(col: pl.Expr) -> pl.Expr:

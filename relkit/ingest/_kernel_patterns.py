@@ -136,6 +136,15 @@ _IB_STATES = r"DOWN|ACTIVE|INIT|ARMED"
 #: Each entry: name, regex with named groups (any of pci, code, rest, netdev,
 #: state, n, kind, cpu, uuid, every).
 SIGNALS: list[tuple[str, str]] = [
+    # the second and third lines of a multi-line SXid report (NVIDIA Fabric
+    # Manager User Guide, "NVSwitch SXid errors"): "SXid (PCI:...): N, Severity S
+    # Engine instance E Sub-engine instance U" and "SXid (PCI:...): N, Data {...}"
+    # detail the first line's error; context, never a second event
+    (
+        "sxid_detail",
+        rf"SXid \((?:PCI:)?(?P<pci>{PCI_XID}){_FN}\):\s*\d+,\s*"
+        r"(?:Severity \d+ Engine instance|Data \{)",
+    ),
     (
         "sxid",
         rf"SXid \((?:PCI:)?(?P<pci>{PCI_XID}){_FN}\):\s*(?P<code>\d+)"
@@ -270,6 +279,7 @@ SIGNALS: list[tuple[str, str]] = [
 
 #: Reason (for ``ignored`` lines) of the context patterns that are never events.
 CONTEXT_REASON: dict[str, str] = {
+    "sxid_detail": "sxid_detail",
     "gpu_map": "gpu_uuid_map",
     "gpu_header": "gpu_message_header",
     "gpu_unsupported": "gpu_unsupported_by_driver",
@@ -291,19 +301,4 @@ GPU_BOOT_CODES: dict[str, str | None] = {
     "gpu_power_cables": "power_cables",
     "gpu_none_initialized": "none_initialized",
     "fallen_continued": None,
-}
-
-#: Xid code -> failure mode, following relkit's contract table (CONTRACTS3.md),
-#: used when :mod:`relkit.taxonomy` is not available. Any other code is
-#: ``gpu/unknown_xid``.
-XID_MODES: dict[int, str] = {
-    79: "gpu/fallen_off_bus",
-    **dict.fromkeys((48, 94, 95, 140, 64, 171), "gpu/hbm_uncorrectable"),
-    172: "gpu/sram_uncorrectable",
-    **dict.fromkeys((119, 120, 62), "gpu/gsp_firmware"),
-    **dict.fromkeys((74, 136, *range(144, 151)), "gpu/nvlink"),
-    **dict.fromkeys((46, 109), "gpu/hang"),
-    **dict.fromkeys((13, 31, 43), "gpu/application_error"),
-    **dict.fromkeys((45, 154), "gpu/sympathetic"),
-    **dict.fromkeys((63, 92), "gpu/precursor"),
 }
