@@ -302,7 +302,9 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "Warnings usable as covariates (IGNORE): Xid 63 memory remapping "
         "event, 92 high single-bit ECC error rate, 121 corrected C2C link "
         "errors, 157 resource retirement failure; 168 errors in the "
-        "write-protected region (no bucket; memory capacity reduced).",
+        "write-protected region (no bucket; memory capacity reduced). From "
+        "nvidia-smi -q: corrected ECC counts that rose, a pending row remap or "
+        "page retirement.",
     ),
     (
         "gpu/contained_memory_error",
