@@ -26,6 +26,14 @@ Rules (all vectorised in polars: sort, gap flags, ``cum_sum`` run ids, as-of joi
   MTBF even when an application's fault triggered it; the application's Xid
   never counts, with or without a hang after it. Xid 45 and 154 lines that
   follow fold into the nearest of the two (sympathetic codes, above).
+- **Xid 171 and 172 detail an Xid 48.** An Xid 171 (uncorrectable DRAM error)
+  or 172 (uncorrectable SRAM error) on the same host and PCI address within
+  ``window_min`` of an Xid 48 (double-bit ECC error) joins the Xid 48's
+  incident as context and names its mode: ``gpu/sram_uncorrectable`` after a
+  172, ``gpu/hbm_uncorrectable`` after a 171. One uncorrectable error is one
+  failure, as NVIDIA's catalogue describes both codes ("additional to Xid 48
+  ... to differentiate DRAM/SRAM"); a 171 or 172 with no Xid 48 near it is an
+  incident of its own mode.
 - **Codes outside NVIDIA's catalogue.** ``gpu/unknown_xid`` incidents (e.g.
   Xid 999) are kept, category ``unknown``, and counted only with
   ``count_unknown_xid=True`` (``relkit mtbf --count-unknown-xid``).
@@ -89,6 +97,11 @@ SXID = "nvswitch/sxid"
 CABLE = "network/cable_module"
 FALLEN = "gpu/fallen_off_bus"
 UNKNOWN_XID = "gpu/unknown_xid"
+HBM = "gpu/hbm_uncorrectable"
+#: Xid codes that add detail to an Xid 48 (NVIDIA's catalogue: "Additional to
+#: Xid 48 providing more details on particulars of fault to differentiate
+#: DRAM/SRAM"): 171 uncorrectable DRAM error, 172 uncorrectable SRAM error.
+XID48_DETAIL = ("171", "172")
 
 #: Columns of the events frame that incident building reads (the store's types).
 EVENT_COLUMNS = (
@@ -480,7 +493,11 @@ def _assign(
     is_symp = (mode == SYMPATHETIC).fill_null(value=False)
     is_cable = (mode == CABLE).fill_null(value=False)
     is_host_gpu = ((mode == FALLEN) & pl.col("device").is_null()).fill_null(value=False)
+    is_detail = (
+        pl.col("code").is_in(XID48_DETAIL) & mode.str.starts_with("gpu/")
+    ).fill_null(value=False)
     extra = {
+        "_refine": pl.lit(value=False),
         "_folded": pl.lit(value=False),
         "_context": pl.lit(value=False),
         "_dup": pl.lit(value=False),
@@ -489,7 +506,19 @@ def _assign(
         "_open": pl.lit(value=False),
     }
     generic = _gap_runs(
-        timed.filter(~is_link & ~is_symp & ~is_cable & ~is_host_gpu), window
+        timed.filter(~is_link & ~is_symp & ~is_cable & ~is_host_gpu & ~is_detail),
+        window,
+    )
+    # Xid 171/172 detail the Xid 48 of the same GPU: they join its incident and
+    # name its mode (DRAM or SRAM) instead of counting a second failure
+    detail = _fold_context(
+        timed.filter(is_detail).with_columns(_key=pl.col("device")),
+        _spans(
+            generic.filter((pl.col("failure_mode") == HBM) & (pl.col("code") == "48")),
+            pl.col("device"),
+            end,
+        ),
+        window,
     )
     symp = _fold_sympathetic(generic, timed.filter(is_symp), window)
     folded = symp.filter(pl.col("_target").is_not_null()).with_columns(
@@ -526,11 +555,15 @@ def _assign(
     to_link = cable.filter(pl.col("_target").is_not_null()).with_columns(
         _run=pl.col("_target"), **as_context
     )
+    to_48 = detail.filter(pl.col("_target").is_not_null()).with_columns(
+        _run=pl.col("_target"), **{**as_context, "_refine": pl.lit(value=True)}
+    )
     alone = pl.concat(
         [
             symp.filter(pl.col("_target").is_null()),
             cable.filter(pl.col("_target").is_null()),
             host_gpu.filter(pl.col("_target").is_null()),
+            detail.filter(pl.col("_target").is_null()),
         ],
         how="diagonal",
     )
@@ -538,7 +571,10 @@ def _assign(
     columns = [*timed.columns, "_run", *extra]
     return pl.concat(
         [
-            pl.concat([generic.with_columns(**extra), folded, to_gpu], how="diagonal")
+            pl.concat(
+                [generic.with_columns(**extra), folded, to_gpu, to_48],
+                how="diagonal",
+            )
             .with_columns(_part=pl.lit(0, pl.Int8))
             .select(*columns, "_part"),
             solo.with_columns(**extra, _part=pl.lit(1, pl.Int8)).select(
@@ -754,7 +790,10 @@ def build_incidents(
         .agg(
             pl.col("host").filter(span).first(),
             pl.col("device").filter(span).first(),
-            failure_mode=pl.col("failure_mode").filter(own).first(),
+            failure_mode=pl.coalesce(
+                pl.col("failure_mode").filter("_refine").last(),
+                pl.col("failure_mode").filter(own).first(),
+            ),
             start_ts=pl.col("ts").filter(span).min(),
             _last=pl.col("ts").filter(span).max(),
             n_events=pl.len().cast(pl.Int64),

@@ -1060,3 +1060,45 @@ def test_ref_cli_unknown_xid_named_and_counted_on_request(
     rows = {r["failure_mode"]: r["counts_as_failure"] for r in json.loads(out)}
     assert rows == {"gpu/unknown_xid": False, "gpu/fallen_off_bus": True}
     assert "Xid 999" in err
+
+
+def test_ref_xid171_172_detail_the_xid48_they_follow() -> None:
+    """NVIDIA's Xid catalogue: 171/172 are "additional to Xid 48 ... to
+    differentiate DRAM/SRAM". Hand count: n1 prints Xid 48, 172 and 45 within
+    2 s -> one SRAM failure (3 events, the 172 as context); n2 prints 48 then 171
+    -> one HBM failure; n3 prints a lone 172 -> one SRAM failure of its own; n4
+    prints a 171, then a 48 an hour later (beyond the 10 min window) -> two HBM
+    failures. 5 counted failures, where counting every line's mode gave 7."""
+    t = datetime(2025, 6, 1, tzinfo=UTC)
+    rows = [
+        ("n1", 0, "48", "gpu/hbm_uncorrectable"),
+        ("n1", 1, "172", "gpu/sram_uncorrectable"),
+        ("n1", 2, "45", "gpu/sympathetic"),
+        ("n2", 100, "48", "gpu/hbm_uncorrectable"),
+        ("n2", 101, "171", "gpu/hbm_uncorrectable"),
+        ("n3", 200, "172", "gpu/sram_uncorrectable"),
+        ("n4", 0, "171", "gpu/hbm_uncorrectable"),
+        ("n4", 3600, "48", "gpu/hbm_uncorrectable"),
+    ]
+    events = _events(
+        [
+            {
+                "line_no": i + 1,
+                "ts": t + timedelta(seconds=s),
+                "host": host,
+                "device": "0000:3b:00",
+                "code": code,
+                "failure_mode": mode,
+            }
+            for i, (host, s, code, mode) in enumerate(rows)
+        ]
+    )
+    got = build_incidents(events).sort("host", "start_ts")
+    assert got.select("host", "failure_mode", "n_events", "root_code").rows() == [
+        ("n1", "gpu/sram_uncorrectable", 3, "48"),
+        ("n2", "gpu/hbm_uncorrectable", 2, "48"),
+        ("n3", "gpu/sram_uncorrectable", 1, "172"),
+        ("n4", "gpu/hbm_uncorrectable", 1, "171"),
+        ("n4", "gpu/hbm_uncorrectable", 1, "48"),
+    ]
+    assert got["counts_as_failure"].sum() == 5
