@@ -15,6 +15,7 @@ import polars as pl
 from relkit import _html, answers, charts, checkpoint, survival
 from relkit.observation import observe
 from relkit.store import Store
+from relkit.taxonomy import unknown_xid_note
 
 __all__ = ["ReportAssumptions", "run_demo", "write_report"]
 
@@ -181,6 +182,9 @@ def _write_report(
     no_wall = answers.no_wall_time_note(events)
     if no_wall is not None:
         progress(f"warning: {no_wall}")
+    unknown_xid = unknown_xid_note(events)
+    if unknown_xid is not None:
+        progress(f"warning: {unknown_xid}")
     sections: list[tuple[str, str]] = []
     tables: dict[str, pl.DataFrame] = {}
 
@@ -227,7 +231,7 @@ def _write_report(
             f"Observation ends {end}.{excluded_note}</p>"
             + "".join(
                 f"<p>Note: {n}.</p>"
-                for n in [*obs.notes, *([no_wall] if no_wall else [])]
+                for n in [*obs.notes, *(x for x in (no_wall, unknown_xid) if x)]
             ),
         )
     )

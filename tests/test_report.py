@@ -101,3 +101,26 @@ def test_demo_shows_lanl_and_gpu_failure_modes(tmp_path: Path) -> None:
     assert (tmp_path / "tables" / "interruptions_by_cause.csv").exists()
     again = run_demo(tmp_path)  # starts afresh, same answer
     assert again["loaded"] == 23739
+
+
+def test_report_names_xid_codes_outside_the_catalogue(tmp_path: Path) -> None:
+    """Issue 10 §1: an Xid code outside NVIDIA's catalogue (999) is not a failure
+    by default and the report says so. Hand count: Xid 79 and 48 are two counted
+    failures; Xid 999 is one unknown line, not counted."""
+    log = tmp_path / "k.log"
+    log.write_text(
+        "2025-06-01T10:00:00+00:00 gpu01 kernel: NVRM: Xid (PCI:0000:3b:00): 79, "
+        "pid=1, GPU has fallen off the bus.\n"
+        "2025-06-02T10:00:00+00:00 gpu02 kernel: NVRM: Xid (PCI:0000:3b:00): 999, "
+        "pid=1, name=python3\n"
+        "2025-06-03T10:00:00+00:00 gpu02 kernel: NVRM: Xid (PCI:0000:5b:00): 48, "
+        "pid=1, name=python3\n"
+    )
+    said: list[str] = []
+    with Store(tmp_path / "r.duckdb") as store:
+        read_file(store, log, kind="kernel")
+        page = write_report(store, tmp_path / "rep", progress=said.append)
+    html = page.read_text()
+    assert "counted as 2 failures" in html
+    assert "(Xid 999 x1)" in html
+    assert any("Xid 999 x1" in s and s.startswith("warning:") for s in said)
