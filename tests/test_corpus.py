@@ -27,6 +27,13 @@ mm/memory-failure.c ``Memory failure: ... recovery action``; drivers/edac CE/UE
 lines); the network rows the mlx5 and ib_core messages; the NCCL rows NCCL's
 ``NET/IB : Got completion ... status=12`` and PyTorch's ProcessGroupNCCL errors.
 
+Three more families are files, not lines: ``nvsmi/`` holds ``nvidia-smi -q``
+snapshots of two hosts (an A100 and a V100, one file per collection, ingested
+newest first) with ``expected.tsv`` (file, line, mode, counted: the events the
+counters and the ``Remapped Rows`` state must give); ``jobs/`` holds a ``sacct
+-P`` dump and a client-go ``PodList`` with the failed job attempts they must
+give (job, attempt, state, GPUs, nodes).
+
 A false event is a line that gives an event (or a counted failure) where none is
 expected, or the wrong mode; a missed event is an expected event (or counted
 failure) that is not there. Every family must have zero of each.
@@ -39,7 +46,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from relkit.ingest import read_file
 from relkit.ingest.kernel import read_kernel
+from relkit.interruptions import build_job_attempts
 from relkit.store import Store
 from relkit.taxonomy import XID_CATALOGUE, XID_MODES
 
@@ -179,10 +188,100 @@ def _measure(family: str, tmp: Path) -> dict:
     }
 
 
+def _expected_tsv(path: Path) -> list[list[str]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [row.split("\t") for row in lines if row and not row.startswith("#")]
+
+
+def _measure_nvsmi() -> dict:
+    """The nvsmi family: events by (file, line) against ``nvsmi/expected.tsv``."""
+    folder = CORPUS / "nvsmi"
+    files = sorted(folder.glob("*.txt"), reverse=True)  # newest first, on purpose
+    with Store(":memory:") as store:
+        for path in files:
+            read_file(store, path, kind="nvsmi", host=path.name.split("-")[0], tz="UTC")
+        events = _counted(
+            store.table("events").join(
+                store.table("sources").select("source_id", "path"), on="source_id"
+            ),
+            store.table("failure_modes"),
+        ).with_columns(file=pl.col("path").str.extract(r"([^/\\]+)$", 1))
+    seen: set[tuple[str, int]] = set()
+    false, missed = [], []
+    for file, line, mode, counted in _expected_tsv(folder / "expected.tsv"):
+        here = events.filter(pl.col("file") == file)
+        if line != "*":
+            here = here.filter(pl.col("line_no") == int(line))
+        elif mode != "~":
+            here = here.filter(pl.col("failure_mode") == mode)
+        seen |= set(here.select("file", "line_no").iter_rows())
+        where = f"{file}:{line}"
+        if mode == "~":
+            if here["counted"].any():
+                false.append(f"{where} -> counted {here['failure_mode'].to_list()}")
+            continue
+        if here.height != 1:
+            missed.append(f"{where} -> {here.height} events (expected 1 {mode})")
+            continue
+        if here["failure_mode"][0] != mode:
+            false.append(f"{where} -> {here['failure_mode'][0]} (expected {mode})")
+        if here["counted"][0] != (counted == "y"):
+            false.append(
+                f"{where} -> counted={here['counted'][0]} (expected {counted})"
+            )
+    for row in events.iter_rows(named=True):
+        if (row["file"], row["line_no"]) not in seen:
+            false.append(f"{row['file']}:{row['line_no']} -> {row['failure_mode']}")
+    n_lines = sum(len(p.read_text().splitlines()) for p in files)
+    return {
+        "family": "nvsmi",
+        "lines": n_lines,
+        "events": events.height,
+        "false": false,
+        "missed": missed,
+    }
+
+
+#: Job states of an attempt that ended without finishing its work.
+FAILED_STATES = ("FAILED", "NODE_FAIL", "TIMEOUT", "OUT_OF_MEMORY", "BOOT_FAIL")
+
+
+def _measure_jobs(family: str, file: str, kind: str) -> dict:
+    """A job family: failed attempts against ``jobs/<family>_expected.tsv``."""
+    folder = CORPUS / "jobs"
+    with Store(":memory:") as store:
+        [result] = [read_file(store, folder / file, kind=kind, tz="UTC")]
+        attempts = build_job_attempts(store.table("jobs"), store.table("job_nodes"))
+    failed = attempts.filter(pl.col("state").is_in(FAILED_STATES))
+    got = {
+        (
+            r["job_id"],
+            str(r["attempt"]),
+            r["state"],
+            str(r["n_gpus"]),
+            str(r["n_nodes"]),
+        )
+        for r in failed.iter_rows(named=True)
+    }
+    want = {tuple(row) for row in _expected_tsv(folder / f"{family}_expected.tsv")}
+    return {
+        "family": family,
+        "lines": result.n_lines,
+        "events": failed.height,
+        "false": sorted(got - want),
+        "missed": sorted(want - got),
+    }
+
+
 @pytest.fixture(scope="module")
 def kernel_table(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     tmp = tmp_path_factory.mktemp("corpus")
     table = [_measure(f, tmp) for f in (*KERNEL_FAMILIES, "kernel_framings")]
+    table += [
+        _measure_nvsmi(),
+        _measure_jobs("sacct", "sacct.psv", "sacct"),
+        _measure_jobs("k8s", "k8s_podlist.json", "k8s"),
+    ]
     print("\nsignal corpus (tests/corpus):")
     print(f"{'family':<18}{'lines':>7}{'events':>8}{'false':>7}{'missed':>8}")
     for row in table:
@@ -193,7 +292,9 @@ def kernel_table(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     return table
 
 
-@pytest.mark.parametrize("family", [*KERNEL_FAMILIES, "kernel_framings"])
+@pytest.mark.parametrize(
+    "family", [*KERNEL_FAMILIES, "kernel_framings", "nvsmi", "sacct", "k8s"]
+)
 def test_corpus_family_has_no_false_and_no_missed_events(
     kernel_table: list[dict], family: str
 ) -> None:
