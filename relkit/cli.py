@@ -108,12 +108,10 @@ def _columns(text: str | None) -> list[str]:
 
 # -- verbs ---------------------------------------------------------------------------
 def _cmd_ingest(args: argparse.Namespace) -> int:
-    from relkit._cli_jobs import read_with_fields
     from relkit.ingest import read_path
     from relkit.store import Store
 
     as_of = _parse_instant(args.as_of, "--as-of")
-    read_path = read_with_fields(read_path, args.fields)  # sacct --noheader
     results, failed, refused = [], 0, []
     with Store(args.db) as store:
         for n, path in enumerate(args.paths, 1):
@@ -133,6 +131,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                     snapshot_ts=args.snapshot_ts,
                     as_of=as_of,
                     boot_time=args.boot_time,
+                    fields=args.fields,
                 )
             except RelkitError as exc:
                 failed += 1

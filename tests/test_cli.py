@@ -442,3 +442,37 @@ def test_ref_c05_incidents_open_link_runs_to_the_last_line(
     assert links["host-a"]["down_s"] == pytest.approx(18.9)
     assert links["host-a"]["start_ts"] == "2025-05-02T08:00:01.100000+00:00"
     assert links["host-a"]["end_ts"] == "2025-05-02T08:00:47.500000+00:00"
+
+
+@pytest.mark.parametrize(
+    ("kind", "option", "file"),
+    [
+        ("events", ["--host", "gpu01"], "datasets/examples/events.csv"),
+        ("events", ["--reference-date", "2025-03-05"], "datasets/examples/events.csv"),
+        ("sacct", ["--host-from-filename"], "tests/data/sacct_c08.psv"),
+        ("sacct", ["--snapshot-ts", "2025-01-01T00:00Z"], "tests/data/sacct_c08.psv"),
+        ("k8s", ["--tz", "UTC"], "tests/data/k8s_podlist_gang.json"),
+        ("k8s", ["--fields", "JobID,State"], "tests/data/k8s_podlist_gang.json"),
+        ("kernel", ["--pseudonymize"], "tests/data/kernel_reboot.log"),
+        ("nvsmi", ["--host-from-filename"], "tests/data/nvsmi_c06_a_1000_1b.txt"),
+    ],
+)
+def test_ingest_refuses_an_option_its_kind_would_ignore(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    kind: str,
+    option: list[str],
+    file: str,
+) -> None:
+    """Silence is a bug: an option the kind does not read (a --tz on Kubernetes
+    JSON, whose times carry their zone; a --host on a sacct dump) would change
+    nothing, so ingest refuses it by name and writes nothing (exit 1)."""
+    root = Path(__file__).parents[1]
+    extra = ["--tz", "UTC"] if kind in ("events", "sacct", "nvsmi") else []
+    db = str(tmp_path / "s.duckdb")
+    code, _, err = run(
+        capsys, "ingest", "--db", db, "--kind", kind, *extra, *option, str(root / file)
+    )
+    assert code == 1
+    assert f"{option[0]} is for --kind" in err
+    assert f"--kind {kind} does not read it" in err

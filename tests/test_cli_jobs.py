@@ -304,7 +304,7 @@ def test_ingest_headerless_sacct_with_fields(
         capsys, "ingest", "--db", db, "--kind", "k8s", "--fields", "JobID", k8s
     )
     assert code == 1
-    assert "it is for --kind sacct, not --kind k8s" in err
+    assert "--fields is for --kind sacct; --kind k8s does not read it" in err
 
 
 def test_job_commands_without_times_say_so(

@@ -13,7 +13,7 @@ was read from the same path is refused unless ``replace=True`` (``--replace``).
 """
 
 import datetime as dt
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -68,6 +68,7 @@ def read_file(
     pseudonym_key_file: str | Path | None = None,
     snapshot_ts: str | dt.datetime | None = None,
     as_of: str | dt.datetime | None = None,
+    fields: Sequence[str] | str | None = None,
 ) -> IngestResult:
     r"""Ingest one file of a given kind into the store, atomically.
 
@@ -111,6 +112,10 @@ def read_file(
         When the file was collected (``--as-of``; ISO 8601 with a zone, or an
         aware datetime): stored in UTC as ``as_of_ts`` in the source's options.
         A zone-less time is an error.
+    fields : sequence of str or str, optional
+        ``sacct``: the column names of a header-less dump (``sacct --noheader
+        -P``), in the order of its ``--format`` list (``--fields``; see
+        :func:`read_sacct`).
 
     Returns
     -------
@@ -125,7 +130,9 @@ def read_file(
     Raises
     ------
     IngestError
-        If ``kind`` is unknown; the file is missing, a directory or unreadable;
+        If ``kind`` is unknown; an option is given that ``kind`` does not read
+        (e.g. ``host`` for ``sacct``: it would be ignored); the file is missing,
+        a directory or unreadable;
         its bytes or header do not fit ``kind`` (the message names the expected
         header and suggests the right ``--kind``); zone-less timestamps come
         without ``tz``; or, without ``replace``, a file read from the same path
@@ -159,6 +166,18 @@ def read_file(
     ...
     relkit.errors.IngestError: ...:1: missing required column(s) ['in_service_ts']...
     """
+    _refuse_unread_options(
+        path,
+        kind,
+        tz=tz,
+        reference_date=reference_date,
+        host=host,
+        host_from_filename=host_from_filename or None,
+        pseudonymize=pseudonymize or None,
+        pseudonym_key_file=pseudonym_key_file,
+        snapshot_ts=snapshot_ts,
+        fields=fields,
+    )
     if kind == "events":
         return read_events(store, path, tz=tz, replace=replace, as_of=as_of)
     if kind == "assets":
@@ -182,6 +201,7 @@ def read_file(
             as_of=as_of,
             pseudonymize=pseudonymize,
             pseudonym_key_file=pseudonym_key_file,
+            fields=fields,
         )
     if kind == "k8s":
         return read_k8s(
@@ -227,6 +247,7 @@ def read_path(
     snapshot_ts: str | dt.datetime | None = None,
     as_of: str | dt.datetime | None = None,
     boot_time: str | dt.datetime | None = None,
+    fields: Sequence[str] | str | None = None,
 ) -> list[IngestResult]:
     """Ingest a file, or for ``kind="kernel"`` a directory of per-host logs.
 
@@ -261,6 +282,8 @@ def read_path(
     boot_time : str or datetime, optional
         Kernel logs: when the host booted (``--boot-time``), for plain
         ``dmesg`` kernel clocks (see :func:`read_kernel`).
+    fields : sequence of str or str, optional
+        ``sacct``: the columns of a header-less dump (see :func:`read_file`).
 
     Returns
     -------
@@ -273,6 +296,14 @@ def read_path(
         As :func:`read_file`.
     """
     if kind == "kernel":
+        _refuse_unread_options(
+            path,
+            kind,
+            pseudonymize=pseudonymize or None,
+            pseudonym_key_file=pseudonym_key_file,
+            snapshot_ts=snapshot_ts,
+            fields=fields,
+        )
         return list(
             read_kernel(
                 store,
@@ -296,13 +327,43 @@ def read_path(
             kind=kind,
             tz=tz,
             replace=replace,
+            reference_date=reference_date,
             host=host,
+            host_from_filename=host_from_filename,
             pseudonymize=pseudonymize,
             pseudonym_key_file=pseudonym_key_file,
             snapshot_ts=snapshot_ts,
             as_of=as_of,
+            fields=fields,
         )
     ]
+
+
+#: The kind-specific options of :func:`read_file` / :func:`read_path` and the
+#: kinds that read them; any other kind would ignore them, so it refuses them.
+_OPTION_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # Kubernetes times are RFC 3339 with a zone: a --tz would change nothing
+    "tz": ("--tz", ("events", "assets", "lanl", "kernel", "nvsmi", "sacct")),
+    "reference_date": ("--reference-date", ("kernel",)),
+    "host": ("--host", ("kernel", "nvsmi")),
+    "host_from_filename": ("--host-from-filename", ("kernel",)),
+    "pseudonymize": ("--pseudonymize", ("sacct", "k8s")),
+    "pseudonym_key_file": ("--pseudonym-key-file", ("sacct", "k8s")),
+    "snapshot_ts": ("--snapshot-ts", ("k8s",)),
+    "fields": ("--fields", ("sacct",)),
+}
+
+
+def _refuse_unread_options(path: str | Path, kind: str, **given: object) -> None:
+    """Raise IngestError for an option given that ``kind`` does not read."""
+    for name, value in given.items():
+        flag, kinds = _OPTION_KINDS[name]
+        if value is not None and kind in KINDS and kind not in kinds:
+            msg = (
+                f"{flag} is for --kind {' or '.join(kinds)}; --kind {kind} does not "
+                f"read it (it would be ignored). Drop {flag}."
+            )
+            raise IngestError(path, msg)
 
 
 def read_files(
