@@ -520,6 +520,12 @@ def _assign(
         ),
         window,
     )
+    # a 171/172 with no Xid 48 near it is an incident of its own mode, which
+    # sympathetic lines may join like any other GPU incident
+    lone = _gap_runs(
+        detail.filter(pl.col("_target").is_null()).select(timed.columns), window
+    ).with_columns(pl.col("_run") + (generic["_run"].max() or 0))
+    generic = pl.concat([generic, lone], how="vertical_relaxed")
     symp = _fold_sympathetic(generic, timed.filter(is_symp), window)
     folded = symp.filter(pl.col("_target").is_not_null()).with_columns(
         _run=pl.col("_target"), **{**extra, "_folded": pl.lit(value=True)}
@@ -563,7 +569,6 @@ def _assign(
             symp.filter(pl.col("_target").is_null()),
             cable.filter(pl.col("_target").is_null()),
             host_gpu.filter(pl.col("_target").is_null()),
-            detail.filter(pl.col("_target").is_null()),
         ],
         how="diagonal",
     )

@@ -25,7 +25,7 @@ the code counts as a failure (:data:`XID_BUCKET_RULE`):
 
 - ``IGNORE`` -> ``info``, not a failure (e.g. 43, 63, 92, 137);
 - ``RESTART_APP`` -> ``user`` (the application), not a hardware failure
-  (e.g. 13, 31, 68, 69, 94);
+  (e.g. 13, 31, 68, 69);
 - ``RESET_GPU``, ``RESTART_BM``, ``WORKFLOW_XID_48``, ``WORKFLOW_NVLINK_ERR``,
   ``WORKFLOW_NVLINK5_ERR``, ``CONTACT_SUPPORT``, ``CHECK_MECHANICALS`` ->
   ``hardware``, counted (e.g. 79, 48, 109, 74, 143, 147, 61, 54);
@@ -43,6 +43,15 @@ lifetime -> ``info``; 166 and 170 (confidential-computing NVLink) ->
 ``info`` precursor; 167 PCIe fatal timeout -> hardware, as the GPU lost on PCIe;
 169 SEC2 micro-controller halt -> hardware, as 62; 171 and 172 (uncorrectable
 DRAM / SRAM, "additional to Xid 48") -> hardware, as the Xid 48 they detail.
+
+One code is taken out of its bucket's rule (:data:`XID_BUCKET_EXCEPTIONS`):
+Xid 94, a contained uncorrectable memory error. Its bucket, ``RESTART_APP``,
+says the application ends and the GPU keeps serving; but what failed is GPU
+memory, and on A100/H100 an uncorrectable DRAM error often shows only as Xid 94
+with the Xid 63 row remap beside it (IGNORE), so by the bucket alone the error
+would count nowhere and the job it ended would be blamed on the user. It is
+``gpu/hbm_uncorrectable``, counted, as Llama 3 counts GPU HBM3 errors; an Xid 48
+or 95 near it on the same GPU folds with it into one incident.
 
 Every mode's codes agree on category and counts-as-failure (a test holds it).
 A code outside the catalogue (e.g. Xid 999) is ``gpu/unknown_xid``: kept,
@@ -68,6 +77,7 @@ __all__ = [
     "NOT_IN_TABLE5",
     "SEVERITIES",
     "STATED_SEVERITY",
+    "XID_BUCKET_EXCEPTIONS",
     "XID_BUCKET_RULE",
     "XID_CATALOGUE",
     "XID_CATALOGUE_SOURCE",
@@ -146,7 +156,21 @@ _XID_COMPONENT = {
     **dict.fromkeys((136, 155), "gpu/nvlink"),
     143: "gpu/fallen_off_bus",
     **dict.fromkeys((63, 92, 121, 157), "gpu/precursor"),
-    94: "gpu/contained_memory_error",
+    94: "gpu/hbm_uncorrectable",  # XID_BUCKET_EXCEPTIONS
+}
+
+#: Codes whose mode is not their bucket's, with the reason. The bucket says
+#: what to do next, not what failed; where the two part, the failure decides.
+XID_BUCKET_EXCEPTIONS: dict[int, str] = {
+    94: (
+        "contained memory error: an uncorrectable ECC error the driver contained "
+        "to the application using the memory. The immediate bucket is "
+        "RESTART_APP (that application ends, the GPU keeps serving), but what "
+        "failed is GPU memory and the job it ends is interrupted by hardware: "
+        "gpu/hbm_uncorrectable, counted, Llama 3 Table 5 'GPU HBM3 Memory'. An "
+        "Xid 48 or 95 of the same GPU within the window is the same mode and "
+        "folds into one incident, so one error is one failure."
+    ),
 }
 
 #: Codes the catalogue gives no resolution bucket -> the mode relkit decides.
@@ -223,8 +247,8 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "Uncorrectable GPU DRAM (HBM) errors: Xid 48 double-bit ECC error "
         "(WORKFLOW_XID_48), 95 uncontained memory error, 140 ECC unrecovered "
         "error, 64 memory remapping failure (RESET_GPU), 171 uncorrectable DRAM "
-        "error (no bucket: it details the Xid 48 it accompanies). Xid 94, a "
-        "contained error, is gpu/contained_memory_error (RESTART_APP).",
+        "error (no bucket: it details the Xid 48 it accompanies), and Xid 94 "
+        "contained memory error (bucket RESTART_APP; see XID_BUCKET_EXCEPTIONS).",
     ),
     (
         "gpu/sram_uncorrectable",
@@ -305,18 +329,6 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "write-protected region (no bucket; memory capacity reduced). From "
         "nvidia-smi -q: corrected ECC counts that rose, a pending row remap or "
         "page retirement.",
-    ),
-    (
-        "gpu/contained_memory_error",
-        "GPU HBM",
-        "user",
-        False,
-        None,
-        "Xid 94 contained memory error: the catalogue's bucket is RESTART_APP "
-        "(one application ends, the GPU keeps serving; investigatory 'IGNORE "
-        "(sympathetic)'). Not a hardware failure by the bucket: the memory "
-        "error itself counts through its Xid 48/64. Was gpu/hbm_uncorrectable "
-        "before issue 10.",
     ),
     (
         "gpu/reset_required",
@@ -601,7 +613,6 @@ MODE_SEVERITY: dict[str, str] = {
     "gpu/application_error": "error",
     "gpu/sympathetic": "info",
     "gpu/precursor": "warning",
-    "gpu/contained_memory_error": "error",
     "gpu/reset_required": "error",
     "gpu/contact_support": "error",
     "gpu/power_mechanical": "error",

@@ -19,8 +19,8 @@ output: the Xid rows follow the resolution bucket of each code in NVIDIA's Xid
 catalogue (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html:
 IGNORE and RESTART_APP are not hardware failures, RESET_GPU, RESTART_BM and the
 NVLink/Xid 48 workflows are, Xid 45/154 follow another Xid; Xid 94, a
-contained ECC error, is RESTART_APP with the investigatory bucket "IGNORE
-(sympathetic)": the Xid 48 it follows is the failure); the host rows follow
+contained uncorrectable ECC error, is a GPU memory failure as Llama 3 Table 5
+counts HBM errors, arXiv:2407.21783); the host rows follow
 the kernel's printk formats (arch/x86/kernel/cpu/mce: a ``Machine check events
 logged`` notice, the MCi_STATUS UC bit 61; drivers/acpi/apei/ghes.c ``event severity``;
 mm/memory-failure.c ``Memory failure: ... recovery action``; drivers/edac CE/UE

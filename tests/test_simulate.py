@@ -1338,9 +1338,8 @@ def test_banners_and_xids_fit_the_hardware_and_year(tmp_path: Path) -> None:
     hbm = FailureProcess("gpu/hbm_uncorrectable", 5e-3)
     sim = simulate_cluster(cfg.replace(processes=(hbm,)), seed=1)
     codes = set(sim.lines.filter(pl.col("is_event"))["code"].drop_nulls())
-    # Xid 94 (contained, RESTART_APP) is not an HBM failure since issue 10
-    assert codes <= {"48", "95", "45"}
-    assert {"48", "95"} <= codes
+    assert codes <= {"48", "94", "95", "45"}
+    assert {"48", "94", "95"} <= codes
     assert "gpu/sram_uncorrectable" not in {p.failure_mode for p in cfg.processes}
     with pytest.raises(InvalidParameterError, match="Xid 172"):
         cfg.replace(processes=(FailureProcess("gpu/sram_uncorrectable", 1e-6),))

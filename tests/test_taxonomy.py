@@ -15,6 +15,7 @@ from relkit.taxonomy import (
     NOT_IN_TABLE5,
     SEVERITIES,
     STATED_SEVERITY,
+    XID_BUCKET_EXCEPTIONS,
     XID_BUCKET_RULE,
     XID_CATALOGUE,
     XID_CATALOGUE_SOURCE,
@@ -30,7 +31,7 @@ from relkit.taxonomy import (
 #: deciding) leaves them: 94 (RESTART_APP) and 43 (IGNORE) moved out.
 CONTRACT_XIDS = {
     "gpu/fallen_off_bus": [79],
-    "gpu/hbm_uncorrectable": [48, 95, 140, 64, 171],
+    "gpu/hbm_uncorrectable": [48, 94, 95, 140, 64, 171],
     "gpu/sram_uncorrectable": [172],
     "gpu/gsp_firmware": [119, 120, 62],
     "gpu/nvlink": [74, 136, 144, 145, 146, 147, 148, 149, 150],
@@ -38,7 +39,6 @@ CONTRACT_XIDS = {
     "gpu/application_error": [13, 31],
     "gpu/sympathetic": [45, 154],
     "gpu/precursor": [63, 92],
-    "gpu/contained_memory_error": [94],
     "gpu/informational": [43],
 }
 
@@ -55,7 +55,6 @@ CONTRACT_ROWS = {
     "gpu/precursor": ("info", False, None),
     "gpu/unknown_xid": ("unknown", False, None),  # issue 10 §1: not by default
     # issue 10 §1: modes of the rest of NVIDIA's Xid catalogue
-    "gpu/contained_memory_error": ("user", False, None),
     "gpu/reset_required": ("hardware", True, "Faulty GPU"),
     "gpu/contact_support": ("hardware", True, "Faulty GPU"),
     "gpu/power_mechanical": ("hardware", True, "Faulty GPU"),
@@ -370,6 +369,8 @@ def test_every_mode_agrees_with_the_bucket_rule() -> None:
         if bucket is None:
             assert row["code"] in XID_NO_BUCKET_MODES
             assert row["failure_mode"] == XID_NO_BUCKET_MODES[row["code"]]
+        elif row["code"] in XID_BUCKET_EXCEPTIONS:
+            assert got == ("hardware", True), row
         else:
             assert got == XID_BUCKET_RULE[bucket], row
     per_mode = XID_CATALOGUE.group_by("failure_mode").agg(
@@ -482,3 +483,21 @@ def test_store_gets_the_new_modes_when_opened_for_writing(tmp_path: Path) -> Non
     assert modes.height == FAILURE_MODES.height
     row = modes.filter(pl.col("failure_mode") == "gpu/unknown_xid").row(0, named=True)
     assert row["counts_as_failure"] is False
+
+
+def test_xid94_contained_memory_error_is_a_gpu_memory_failure() -> None:
+    """Xid 94 is the one exception to the bucket rule: its bucket RESTART_APP
+    would make a contained uncorrectable ECC error a user fault that counts
+    nowhere (its Xid 63 row remap beside it is IGNORE); relkit counts it as
+    gpu/hbm_uncorrectable, Llama 3's "GPU HBM3 Memory" row."""
+    assert set(XID_BUCKET_EXCEPTIONS) == {94}
+    row = XID_CATALOGUE.filter(pl.col("code") == 94).row(0, named=True)
+    assert row["resolution_bucket"] == "RESTART_APP"
+    assert (row["failure_mode"], row["category"], row["counts_as_failure"]) == (
+        "gpu/hbm_uncorrectable",
+        "hardware",
+        True,
+    )
+    assert failure_mode_info("gpu/hbm_uncorrectable")["llama3_row"] == (
+        "GPU HBM3 Memory"
+    )

@@ -170,8 +170,7 @@ def _gpu_storm(st: _Storm) -> None:
             st.xid(1.0 + 2 * rng.random(), 79, "GPU has fallen off the bus.", mode)
     elif mode == "gpu/hbm_uncorrectable":
         # Xid 140 ("unrecovered ECC error") is printed for HBM3 (H100) only
-        # Xid 94 (contained, RESTART_APP) is gpu/contained_memory_error now
-        codes = [48, 95, 140] if st.gpu_model == "H100" else [48, 95]
+        codes = [48, 94, 95, 140] if st.gpu_model == "H100" else [48, 94, 95]
         code = int(rng.choice(codes))
         text = {
             48: "Ch 00000008, An uncorrectable double bit error (DBE) has been "
