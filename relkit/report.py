@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 
 from relkit import _html, answers, charts, checkpoint, survival
+from relkit.errors import InsufficientDataError
 from relkit.observation import observe
 from relkit.store import Store
 from relkit.taxonomy import unknown_xid_note
@@ -114,6 +115,22 @@ def _checkpoint_section(
         cost_h=a.cost_h,
     )
     tables["ettr_curve"] = curve
+    if not model.optimal_interval_h > 0:
+        return (
+            "Checkpoint interval",
+            intro
+            + note
+            + _html.table_html(shown)
+            + f"<p>System {biggest['system']} ({biggest['n_nodes']} nodes, "
+            f"{rate * 1000:.2f} failures per 1000 node-days): a job spanning it "
+            f"fails every {model.mttf_h * 60:.1f} min, which leaves no time for "
+            f"a {a.cost_h * 60:.0f} min checkpoint and a "
+            f"{a.restart_h * 60:.0f} min restart, so no interval makes progress "
+            "(ETTR 0; no curve is drawn). Such a rate usually means the data "
+            "span too short a time for its failures (a log excerpt): ingest the "
+            "whole logs, or an assets table with the units' service windows, "
+            "and check exposure_h in relkit mtbf.</p>",
+        )
     return (
         "Checkpoint interval",
         intro
@@ -269,6 +286,24 @@ def _write_report(
     )
     models = survival.fit_lifetime_models(largest, by=["system"])
     density = survival.model_density(largest, models, by=["system"], spacing="log")
+    try:
+        tbf_chart = _html.chart_div(
+            charts.tbf_histogram_chart(
+                largest,
+                density,
+                binning="log",
+                title=f"System {top[0]}: time between failures",
+            ).to_dict(),
+            "tbf-hist",
+        )
+    except InsufficientDataError:
+        n_gaps = int(largest["observed"].sum()) if largest.height else 0
+        tbf_chart = (
+            f"<p>System {top[0]} has no gap between two failures in the data "
+            f"({largest.height} interval(s), {n_gaps} observed), so there is no "
+            "histogram and no model to draw.</p>"
+        )
+        progress(f"warning: system {top[0]}: no observed time between failures")
     sections.append(
         (
             "Time between failures (system-wide)",
@@ -276,17 +311,7 @@ def _write_report(
             "many nodes within 60 s are one outage), fitted with "
             "four lifetime models and ranked by AIC. A Weibull shape below 1 is a "
             "decreasing hazard: failures cluster (Schroeder &amp; Gibson, DSN 2006, "
-            "doi:10.1109/DSN.2006.5).</p>"
-            + _html.table_html(fits)
-            + _html.chart_div(
-                charts.tbf_histogram_chart(
-                    largest,
-                    density,
-                    binning="log",
-                    title=f"System {top[0]}: time between failures",
-                ).to_dict(),
-                "tbf-hist",
-            ),
+            "doi:10.1109/DSN.2006.5).</p>" + _html.table_html(fits) + tbf_chart,
         )
     )
 

@@ -124,3 +124,30 @@ def test_report_names_xid_codes_outside_the_catalogue(tmp_path: Path) -> None:
     assert "counted as 2 failures" in html
     assert "(Xid 999 x1)" in html
     assert any("Xid 999 x1" in s and s.startswith("warning:") for s in said)
+
+
+def test_report_when_no_checkpoint_interval_makes_progress(tmp_path: Path) -> None:
+    """A log excerpt of 2 minutes with 3 node failures: each node is at risk 2
+    min (first to last line), so the node MTBF is 3 x 2 / 3 = 2 min and a job
+    spanning the 3 nodes fails every 2 / 3 min = 40 s, less than the 5 min
+    checkpoint write: no interval makes progress (Daly's model gives ETTR 0).
+    The report says so instead of failing on the chart (it used to exit 1 with
+    "optimum_interval_h must be a finite number > 0"), and says there is no gap
+    between two failures to draw instead of failing on the histogram."""
+    lines = []
+    for host, pci in (("n1", "3b"), ("n2", "5b"), ("n3", "7b")):
+        lines += [
+            f"2025-06-01T10:00:00+00:00 {host} kernel: NVRM: Xid (PCI:0000:{pci}:00): "
+            "79, pid=1, GPU has fallen off the bus.",
+            f"2025-06-01T10:02:00+00:00 {host} kernel: NVRM: loading NVIDIA UNIX "
+            "x86_64 Kernel Module  550.54.15",
+        ]
+    log = tmp_path / "k.log"
+    log.write_text("\n".join(lines) + "\n")
+    with Store(tmp_path / "r.duckdb") as store:
+        read_file(store, log, kind="kernel")
+        page = write_report(store, tmp_path / "rep")
+    html = page.read_text()
+    assert "fails every 0.7 min" in html
+    assert "no interval makes progress" in html
+    assert "has no gap between two failures in the data" in html
