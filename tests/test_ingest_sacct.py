@@ -807,3 +807,24 @@ def test_started_job_with_empty_alloctres_is_said(tmp_path: Path) -> None:
     assert store.table("jobs").sort("job_id")["n_gpus"].to_list() == [0, None]
     assert result.note is not None
     assert "1 started job record(s) have an empty AllocTRES/AllocGRES" in result.note
+
+
+def test_fields_too_few_for_the_line_names_fields(tmp_path: Path) -> None:
+    """A header-less dump whose lines have 10 fields, read with --fields naming
+    4: the reject says what --fields named, not "as in the header" (there is no
+    header), and how to fix it."""
+    dump = tmp_path / "nh.psv"
+    dump.write_text(
+        "9001|9001|train|alice|gpu|FAILED|1:0|2025-04-01T09:00:00|"
+        "2025-04-01T09:00:05|2025-04-01T09:40:05\n"
+    )
+    with Store(":memory:") as store:
+        result = read_sacct(
+            store, dump, tz="UTC", fields=["JobID", "State", "Start", "End"]
+        )
+        reasons = store.table("rejects")["reason"].to_list()
+    assert (result.n_loaded, result.n_rejected) == (0, 1)
+    assert reasons == [
+        "--fields names 4 columns, the line has 10: list every column of the "
+        "dump's sacct --format, in order"
+    ]

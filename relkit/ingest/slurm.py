@@ -549,7 +549,14 @@ def _parse(
     frame = frame.with_columns(
         _host_error=host_errors, _host_repeats=n_repeated, _list=list_of
     )
-    frame = frame.with_columns(_reasons=_reasons(frame, _checks(frame)))
+    reasons = _reasons(frame, _checks(frame))
+    if fields is not None:  # there is no header: --fields gave the columns
+        reasons = reasons.str.replace(
+            r"^expected (\d+) fields as in the header, found (\d+) \([^)]*\)",
+            "--fields names $1 columns, the line has $2: list every column of "
+            "the dump's sacct --format, in order",
+        )
+    frame = frame.with_columns(_reasons=reasons)
     if frame["_reasons"].null_count() == frame.height:  # nothing to reject
         bad, good = frame.clear(), frame
     else:
