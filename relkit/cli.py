@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from relkit.errors import RelkitError
+from relkit.errors import PartialIngestError, RelkitError
 
 __all__ = ["main"]
 
@@ -113,9 +113,11 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
     as_of = _parse_instant(args.as_of, "--as-of")
     results, failed, refused = [], 0, []
+    n_files = 0  # files tried: a directory counts its files
     with Store(args.db) as store:
         for n, path in enumerate(args.paths, 1):
             started = time.perf_counter()
+            where_n = f"[{n}/{len(args.paths)}]"
             try:
                 done = read_path(
                     store,
@@ -133,13 +135,26 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                     boot_time=args.boot_time,
                     fields=args.fields,
                 )
+            except PartialIngestError as exc:
+                # a directory: the good files were ingested, the bad ones named
+                done = exc.results  # type: ignore[assignment]
+                n_files += exc.n_files
+                for bad in exc.failures:
+                    failed += 1
+                    _progress(f"{where_n} error: {bad}")
+                    results.append(
+                        {"path": bad.path, "kind": args.kind, "error": bad.reason}
+                    )
             except RelkitError as exc:
                 failed += 1
-                _progress(f"[{n}/{len(args.paths)}] error: {exc}")
+                n_files += 1
+                _progress(f"{where_n} error: {exc}")
                 results.append(
                     {"path": str(path), "kind": args.kind, "error": str(exc)}
                 )
                 continue
+            else:
+                n_files += len(done)
             took = time.perf_counter() - started
             for result in done:
                 row = result.to_dict()
@@ -170,8 +185,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             parts = []
             if failed:
                 parts.append(
-                    f"{failed} of {len(args.paths)} file(s) could not be ingested "
-                    "(above)"
+                    f"{failed} of {n_files} file(s) could not be ingested (above)"
                 )
             for result in refused:
                 reason, count, _lines = result.top_rejects[0]

@@ -12,6 +12,7 @@ __all__ = [
     "IngestError",
     "InsufficientDataError",
     "InvalidParameterError",
+    "PartialIngestError",
     "RelkitError",
     "RelkitWarning",
     "SchemaError",
@@ -55,6 +56,41 @@ class IngestError(RelkitError, ValueError):
         self.line_no = line_no
         where = f"{self.path}:{line_no}" if line_no is not None else self.path
         super().__init__(f"{where}: {reason}")
+
+
+class PartialIngestError(IngestError):
+    """Some files of a directory could not be ingested; the others were.
+
+    Parameters
+    ----------
+    path : str or Path
+        The directory.
+    failures : list of IngestError
+        One per file that was refused, with its path and reason.
+    results : list
+        The ``IngestResult`` of each file that was read (written to the store).
+    n_files : int
+        Files in the directory that were tried.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        failures: list[IngestError],
+        results: list[object],
+        n_files: int,
+    ) -> None:
+        self.failures = failures
+        self.results = results
+        self.n_files = n_files
+        refused = "; ".join(str(f) for f in failures)
+        reason = (
+            f"{len(failures)} of {n_files} file(s) could not be ingested ({refused}); "
+            f"the other {len(results)} were ingested. Fix or remove the files "
+            "named, then ingest the directory again (files read before are "
+            "skipped)."
+        )
+        super().__init__(path, reason)
 
 
 class RelkitWarning(UserWarning):

@@ -549,6 +549,17 @@ _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [
         "A link down within the first minutes after boot on a port not yet up "
         "(flag boot_time): port bring-up, not an outage.",
     ),
+    (
+        "host/kernel_panic",
+        "host",
+        "unknown",
+        True,
+        None,
+        "'Kernel panic - not syncing: <reason>': the node crashed; the cause is "
+        "unknown. A panic after a machine-check, fatal GHES or uncorrected memory "
+        "record of its host (within 60 s) joins that record's incident instead, "
+        "and the machine-check handler's own panics are host/mce.",
+    ),
 ]
 
 #: The taxonomy: one row per failure mode (the store's ``failure_modes`` table).
@@ -637,6 +648,7 @@ MODE_SEVERITY: dict[str, str] = {
     "host/ghes_fatal": "fatal",
     "host/ghes_nonfatal": "warning",
     "network/link_down_at_boot": "info",
+    "host/kernel_panic": "fatal",
 }
 
 #: Severity words printed inside NVIDIA Xid / SXid lines (lower case, without

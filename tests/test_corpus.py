@@ -24,7 +24,11 @@ counts HBM errors, arXiv:2407.21783); the host rows follow
 the kernel's printk formats (arch/x86/kernel/cpu/mce: a ``Machine check events
 logged`` notice, the MCi_STATUS UC bit 61; drivers/acpi/apei/ghes.c ``event severity``;
 mm/memory-failure.c ``Memory failure: ... recovery action``; drivers/edac CE/UE
-lines); the network rows the mlx5 and ib_core messages; the NCCL rows NCCL's
+lines; the mcelog daemon's syslog record, ``STATUS <MCi_STATUS> MCGSTATUS``
+decided by the same UC bit; kernel/panic.c ``Kernel panic - not syncing:``);
+the network rows the mlx5 and ib_core messages and the bnxt_en / ice / i40e
+``NIC Link is Down|Up`` lines (a down at boot counts unless its port comes up
+within 600 s of boot); the NCCL rows NCCL's
 ``NET/IB : Got completion ... status=12`` and PyTorch's ProcessGroupNCCL errors.
 
 Three more families are files, not lines: ``nvsmi/`` holds ``nvidia-smi -q``

@@ -80,6 +80,8 @@ CONTRACT_ROWS = {
     "host/ghes_fatal": ("hardware", True, None),
     "host/ghes_nonfatal": ("info", False, None),
     "network/link_down_at_boot": ("info", False, None),
+    # review of issue 10: a panic without a machine-check record is a node crash
+    "host/kernel_panic": ("unknown", True, None),
 }
 
 

@@ -214,7 +214,11 @@ class Parsed:
 
 # -- files ---------------------------------------------------------------------------
 def check_file(path: str | Path) -> Path:
-    """Return ``path`` as a Path if it is a readable regular file, else IngestError."""
+    """Return ``path`` as a Path if it is a readable non-empty file, else raise.
+
+    Raises IngestError for a missing path, a directory, an unreadable file or an
+    empty one (0 bytes; :data:`EMPTY_FILE`).
+    """
     p = Path(path)
     if not p.exists():
         msg = "no such file. Check the path (relative to the current directory)."
@@ -224,11 +228,20 @@ def check_file(path: str | Path) -> Path:
         raise IngestError(path, msg)
     try:
         with p.open("rb") as fh:
-            fh.read(1)
+            first = fh.read(1)
     except OSError as exc:
         msg = f"cannot be read ({exc.strerror}). Fix permissions, e.g. chmod u+r FILE."
         raise IngestError(path, msg) from exc
+    if not first:
+        raise IngestError(path, EMPTY_FILE)
     return p
+
+
+#: Why an empty file is refused (every kind): nothing in it, so nothing to load.
+EMPTY_FILE = (
+    "the file is empty (0 bytes): nothing to ingest. The collection or the copy "
+    "may have failed: collect or copy it again, or leave the file out."
+)
 
 
 def file_format(path: Path) -> str:

@@ -4,9 +4,11 @@
 Python loop per line): it finds each line's framing (``dmesg``, ``dmesg -T``,
 RFC 3164, ISO/RFC 3339, ``/dev/kmsg``, and the loghub BGL/Thunderbird/HPC
 shapes), then the signal in the message (NVIDIA Xid and SXid, GPUs fallen off
-the bus or failing at boot, mlx5 link/module/PCIe events, InfiniBand port
-states, NCCL and PyTorch ProcessGroupNCCL errors and watchdog timeouts, EDAC,
-MCE notices and records, APEI GHES severities, memory-failure recovery).
+the bus or failing at boot, mlx5 link/module/PCIe events, NIC drivers' ``NIC
+Link is Down|Up``, InfiniBand port states, NCCL and PyTorch ProcessGroupNCCL
+errors and watchdog timeouts, EDAC, MCE notices and records, the mcelog
+daemon's records, APEI GHES severities, memory-failure recovery, kernel
+panics).
 :func:`link_context` carries context lines (GPU UUID maps, rate-limit notices,
 duplicates, boot-failure and machine-check continuations) onto events, and
 :func:`boot_time_links` marks link downs at boot. The patterns and code tables
@@ -103,6 +105,13 @@ def split_framing(raw: pl.Series) -> pl.DataFrame:
     for col, name in zip(msg_cols[1:], names[1:], strict=True):
         framing = framing.when(pl.col(col).is_not_null()).then(pl.lit(name))
     msg = pl.coalesce([pl.col(c) for c in msg_cols] + [pl.lit(raw)])
+    # the mcelog daemon's lines name it only in their syslog tag: keep it
+    tag = pl.coalesce("i_tag", "x_tag", "r_tag", "s_tag")
+    msg = (
+        pl.when(tag.str.starts_with("mcelog") & ~msg.str.starts_with("mcelog:"))
+        .then(pl.concat_str(pl.lit("mcelog: "), msg))
+        .otherwise(msg)
+    )
     nccl_host = msg.str.extract(kp.NCCL_HOST, 1)
     return g.select(
         framing=framing.otherwise(pl.lit("bare")),
@@ -202,6 +211,57 @@ _HOST_NET_KINDS = (
 _LINK_IGNORED_STATES = ("INIT", "ARMED")
 
 
+def _status_bits(status: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """UC (bit 61) and PCC (bit 57) of a 16-digit lower-case MCi_STATUS word."""
+    uc = status.str.slice(0, 1).replace_strict(
+        _UC_BIT, default=None, return_dtype=pl.Boolean
+    )
+    pcc = status.str.slice(1, 1).replace_strict(
+        _PCC_BIT, default=None, return_dtype=pl.Boolean
+    )
+    return uc, pcc
+
+
+#: Code of the events of mcelog records, and the reason of their kept context
+#: lines (``CPU n BANK m``, ``MCA: ...``).
+MCELOG_CODE = "mcelog"
+MCELOG_RECORD = "mcelog_record"
+_PANIC = "host/kernel_panic"
+
+
+def _mcelog_status_cols() -> dict[str, pl.Expr]:
+    """Signal columns of an mcelog record's ``STATUS <hex> MCGSTATUS <hex>`` line.
+
+    Decided as the kernel's own record (:func:`_host_net_cols`, kind ``mce``):
+    MCi_STATUS bit 61 (UC) set -> ``host/mce`` (``fatal`` when bit 57, PCC, is
+    set too), clear -> ``host/mce_corrected`` (``warning``). An uncorrected
+    record whose MCA error code (bits 15..0) is a memory-controller error
+    (``0000 0000 1MMM CCCC``, bit 12 aside; Intel SDM Vol. 3B §16.9.2
+    "Compound Error Codes", memory controller errors) is
+    ``host/memory_ue``; so is one whose ``MCA:`` line says ``MEMORY
+    CONTROLLER`` (:func:`link_context`).
+    """
+    status = pl.col("status").str.to_lowercase().str.zfill(16)
+    uc, pcc = _status_bits(status)
+    mcacod = status.str.slice(12, 4).str.to_integer(base=16, strict=False)
+    memory = (mcacod.cast(pl.Int64) & 0xEF80) == 0x0080
+    return {
+        "code": pl.lit(MCELOG_CODE),
+        "failure_mode": pl.when(uc & memory)
+        .then(pl.lit("host/memory_ue"))
+        .when(uc)
+        .then(pl.lit("host/mce"))
+        .otherwise(pl.lit("host/mce_corrected")),
+        "severity": pl.when(uc & pcc)
+        .then(pl.lit("fatal"))
+        .when(~uc)
+        .then(pl.lit("warning")),
+        "detail": pl.format(
+            "STATUS {} MCGSTATUS {}", pl.col("status"), pl.col("mcgstatus")
+        ),
+    }
+
+
 def _host_net_cols(kind: str, rest: pl.Expr) -> dict[str, pl.Expr]:
     """Signal columns of the InfiniBand, MCE, GHES, memory-failure, torch kinds."""
     if kind in ("ib_port", "ib_port_state"):
@@ -244,12 +304,7 @@ def _host_net_cols(kind: str, rest: pl.Expr) -> dict[str, pl.Expr]:
         status = rest.str.extract(
             r"Bank \d+: ([0-9a-fA-F]{16})\b", 1
         ).str.to_lowercase()
-        uc = status.str.slice(0, 1).replace_strict(
-            _UC_BIT, default=None, return_dtype=pl.Boolean
-        )
-        pcc = status.str.slice(1, 1).replace_strict(
-            _PCC_BIT, default=None, return_dtype=pl.Boolean
-        )
+        uc, pcc = _status_bits(status)
         said_fatal = rest.str.contains(r"(?i)\b(?:fatal|panic)")
         failure = (
             pl.col("exc").is_not_null()
@@ -306,6 +361,14 @@ def _one_kind(kind: str, sub: pl.DataFrame, xid_modes: dict[int, str]) -> pl.Dat
         if "every" in g.columns:
             cols["detail"] = pl.format("printing 1 of every {}", pl.col("every"))
         return g.select("i", **cols)
+    if kind in ("mcelog_cpu", "mcelog_mca"):
+        # a record's CPU and MCA decode: kept, for its STATUS line (link_context)
+        cols = {"outcome": pl.lit("ignored"), "reason": pl.lit(MCELOG_RECORD)}
+        if kind == "mcelog_cpu":
+            cols["device"] = pl.format("cpu{}", pl.col("cpu"))
+        else:
+            cols["detail"] = pl.col("rest").str.replace_all(r"\s+", " ")
+        return g.select("i", **cols)
     if kind in _XID_REJECTS:
         return g.select(
             "i", outcome=pl.lit("rejected"), reason=pl.lit(_XID_REJECTS[kind])
@@ -361,12 +424,25 @@ def _one_kind(kind: str, sub: pl.DataFrame, xid_modes: dict[int, str]) -> pl.Dat
             "failure_mode": pl.lit("gpu/fallen_off_bus"),
         }
         cols["detail"] = pl.col("msg").str.replace(r"^NVRM:\s*", "").str.strip_chars()
-    elif kind == "link":
+    elif kind in ("link", "nic_link"):
+        state = pl.col("state").str.to_lowercase()
         cols |= {
             "device": pl.format("{} {}", _pci(pl.col("pci")), pl.col("netdev")),
-            "failure_mode": pl.format("network/link_{}", pl.col("state")),
-            "detail": pl.format("Link {}", pl.col("state")),
+            "failure_mode": pl.format("network/link_{}", state),
+            "detail": pl.format("Link {}", state),
         }
+        if kind == "nic_link":
+            cols["detail"] = rest.str.replace_all(r"\s+", " ").str.strip_chars()
+    elif kind == "mcelog_status":
+        cols |= _mcelog_status_cols()
+    elif kind == "mcelog_ce_threshold":
+        cols |= {
+            "failure_mode": pl.lit("host/memory_ce"),
+            "severity": pl.lit("warning"),
+            "code": pl.lit("ce_threshold"),
+        }
+    elif kind == "kernel_panic":
+        cols |= {"failure_mode": pl.lit(_PANIC), "code": pl.lit("panic")}
     elif kind in _HOST_NET_KINDS:
         cols |= _host_net_cols(kind, rest)
     elif kind in ("cable", "pcie_power"):
@@ -427,7 +503,8 @@ def classify_lines(lines: pl.Series, *, offset: int = 0) -> pl.DataFrame:
         (the line's own time text, never a date inside the message), ``host``,
         ``code`` (Xid code as text, ``sxid:N``, ``wc_status:N``, ``CE``/``UE``;
         ``init_failed``, ``power_cables``, ``none_initialized`` for GPUs not
-        initialised at boot; ``panic`` for a machine-check panic,
+        initialised at boot; ``panic`` for a kernel panic, ``mcelog`` for an
+        mcelog record, ``ce_threshold`` for its corrected-error threshold line,
         ``memory_failure``, the GHES severity word, ``nccl:<error>`` for
         PyTorch NCCL errors), ``device`` (GPU PCI ``dddd:bb:dd``, ``"pci
         netdev"`` for NIC ports, ``"mlx5_0 port 1"`` for InfiniBand ports,
@@ -604,8 +681,94 @@ def _gpu_boot_context(frame: pl.DataFrame) -> pl.DataFrame:
 _HOST_CONTINUED = ("host/mce", "host/memory_ue")
 
 
+#: Modes of the records a ``Kernel panic - not syncing: ...`` line of the same
+#: host may follow (within :data:`CONTINUATION_S`): the panic is their
+#: consequence and takes their mode and device (one incident).
+_PANIC_AFTER = ("host/mce", "host/ghes_fatal", "host/memory_ue")
+
+
+def _mcelog_context(frame: pl.DataFrame) -> pl.DataFrame:
+    """Give mcelog STATUS events their record's CPU and MCA decode.
+
+    The last earlier ``CPU n BANK m`` line of the host (continuation rule)
+    gives the device ``cpuN``, the last earlier ``MCA: ...`` line its text to
+    the detail; an uncorrected record whose MCA line says ``MEMORY
+    CONTROLLER`` becomes ``host/memory_ue``.
+    """
+    ev = pl.col("outcome") == "event"
+    f = frame.with_columns(_hk=pl.col("host").fill_null("")).sort("line_no")
+    targets = f.filter(ev & (pl.col("code") == MCELOG_CODE))
+    ctx = f.filter(pl.col("reason") == MCELOG_RECORD)
+    if not (targets.height and ctx.height):
+        return frame
+    cpu = ctx.filter(pl.col("device").is_not_null()).rename({"device": "_dev"})
+    mca = ctx.filter(pl.col("detail").is_not_null()).rename({"detail": "_mca"})
+    for marks, take in ((cpu, "_dev"), (mca, "_mca")):
+        got = _after(targets, marks, take=[take]) if marks.height else None
+        if got is None or got.is_empty():
+            frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias(take))
+        else:
+            frame = frame.join(got, on="line_no", how="left", maintain_order="left")
+    has_mca = pl.col("_mca").is_not_null() & ~pl.col("detail").fill_null(
+        ""
+    ).str.starts_with("MCA:")
+    memory = pl.col("_mca").str.contains("MEMORY CONTROLLER").fill_null(value=False)
+    return frame.with_columns(
+        device=pl.coalesce("device", "_dev"),
+        detail=pl.when(has_mca)
+        .then(pl.format("{}; {}", pl.col("_mca"), pl.col("detail")))
+        .otherwise("detail"),
+        failure_mode=pl.when((pl.col("failure_mode") == "host/mce") & memory)
+        .then(pl.lit("host/memory_ue"))
+        .otherwise("failure_mode"),
+    ).drop("_dev", "_mca")
+
+
+def _panic_context(frame: pl.DataFrame) -> pl.DataFrame:
+    """Join a kernel panic to the failure record of its host just before it.
+
+    Any ``Kernel panic - not syncing:`` event without a device (``host/
+    kernel_panic``, or ``host/mce`` for the machine-check handler's panics)
+    takes the mode and device of the last earlier ``host/mce``,
+    ``host/ghes_fatal`` or ``host/memory_ue`` event of its host within the
+    continuation rule (:func:`_after`).
+    """
+    ev = pl.col("outcome") == "event"
+    f = frame.with_columns(_hk=pl.col("host").fill_null("")).sort("line_no")
+    targets = f.filter(
+        ev
+        & (pl.col("code") == "panic")
+        & pl.col("device").is_null()
+        & pl.col("failure_mode").is_in([_PANIC, "host/mce"])
+    )
+    anchors = f.filter(
+        ev
+        & pl.col("failure_mode").is_in(_PANIC_AFTER)
+        & ~((pl.col("code") == "panic") & pl.col("device").is_null())
+    )
+    if not (targets.height and anchors.height):
+        return frame
+    got = _after(
+        targets,
+        anchors.rename({"failure_mode": "_mode", "device": "_dev"}),
+        take=["_mode", "_dev"],
+    )
+    if got.is_empty():
+        return frame
+    hit = pl.col("_mode").is_not_null()
+    return (
+        frame.join(got, on="line_no", how="left", maintain_order="left")
+        .with_columns(
+            failure_mode=pl.when(hit).then("_mode").otherwise("failure_mode"),
+            device=pl.when(hit).then("_dev").otherwise("device"),
+        )
+        .drop("_mode", "_dev")
+    )
+
+
 def _host_context(frame: pl.DataFrame) -> pl.DataFrame:
     """Give device-less MCE panic / memory-failure events their record's device."""
+    frame = _panic_context(_mcelog_context(frame))
     ev = pl.col("outcome") == "event"
     f = frame.with_columns(_hk=pl.col("host").fill_null("")).sort("line_no")
     fills = []
@@ -628,15 +791,19 @@ def _host_context(frame: pl.DataFrame) -> pl.DataFrame:
 
 #: A link down at most this many seconds after boot (kernel clock, or wall time
 #: after a ``Linux version`` boot line of the host) on a port with no earlier
-#: link up in that boot is port bring-up, not an outage.
+#: link up in that boot is port bring-up, not an outage, if the port comes up
+#: in that boot at most :data:`BOOT_LINK_UP_S` seconds after boot.
 BOOT_LINK_S = 300.0
+#: The bring-up must end by then (the boot window plus 5 minutes): a port still
+#: down later, or never up again in the log, had an outage.
+BOOT_LINK_UP_S = 600.0
 _LINK_DOWN = "network/link_down"
 _LINK_UP = "network/link_up"
 _LINK_AT_BOOT = "network/link_down_at_boot"
 
 
 def boot_time_links(rows: pl.DataFrame) -> pl.DataFrame:
-    """Re-mode link downs at boot on ports never up as ``network/link_down_at_boot``.
+    """Re-mode link downs at boot, on ports that come up soon, as ``link_down_at_boot``.
 
     Parameters
     ----------
@@ -649,12 +816,15 @@ def boot_time_links(rows: pl.DataFrame) -> pl.DataFrame:
     -------
     pl.DataFrame
         ``rows`` where a ``network/link_down`` event is within
-        :data:`BOOT_LINK_S` seconds of its boot and its port (host, device) had no
-        ``network/link_up`` earlier in that boot: its mode becomes
+        :data:`BOOT_LINK_S` seconds of its boot, its port (host, device) had no
+        ``network/link_up`` earlier in that boot and has one later in that boot
+        at most :data:`BOOT_LINK_UP_S` seconds after boot: its mode becomes
         ``network/link_down_at_boot`` (not a failure), severity ``info``, and
         ``flags`` gains ``boot_time``. The time since boot is the kernel clock
         ``mono_s``; a line without one uses its wall time ``ts`` after the
-        host's last ``Linux version ...`` line (reason ``boot_marker``).
+        host's last ``Linux version ...`` line (reason ``boot_marker``). A
+        down at boot on a port that stays down (no up in time, or none at all)
+        stays ``network/link_down``: an outage, open until the port comes up.
     """
     ev = pl.col("outcome") == "event"
     down = ev & (pl.col("failure_mode") == _LINK_DOWN)
@@ -681,8 +851,27 @@ def boot_time_links(rows: pl.DataFrame) -> pl.DataFrame:
         & since_mark.is_between(0.0, BOOT_LINK_S)
         & (pl.col("_mseq") > 0)
     )
+    # the port comes up in the same boot by BOOT_LINK_UP_S (any up of the boot
+    # is after a down that had none before it)
+    up_b = up.cast(pl.Boolean)
+    up_clock = (
+        (up_b & (pl.col("mono_s") <= BOOT_LINK_UP_S))
+        .fill_null(value=False)
+        .any()
+        .over("_hk", "_dev", "_boot")
+    )
+    up_mark = (
+        (up_b & pl.col("mono_s").is_null() & (since_mark <= BOOT_LINK_UP_S))
+        .fill_null(value=False)
+        .any()
+        .over("_hk", "_dev", "_mseq")
+    )
     at_boot = (
-        down & ((by_clock & (ups_clock == 0)) | (by_mark & (ups_mark == 0)))
+        down
+        & (
+            (by_clock & (ups_clock == 0) & up_clock)
+            | (by_mark & (ups_mark == 0) & up_mark)
+        )
     ).fill_null(value=False)
     f = f.with_columns(_at_boot=at_boot)
     return f.with_columns(
@@ -730,7 +919,15 @@ def link_context(
           and a ``Memory failure: ...: recovery action`` or ``Uncorrected
           hardware memory error`` line the device (``mcN``) of the EDAC UE
           before it, on the same host (the continuation rule below), so a
-          record and its consequence form one incident.
+          record and its consequence form one incident;
+        - any ``Kernel panic - not syncing: ...`` event (``host/kernel_panic``,
+          or a machine-check handler's ``host/mce`` panic) after a
+          ``host/mce``, ``host/ghes_fatal`` or ``host/memory_ue`` event of its
+          host takes that event's mode and device (same rule);
+        - an mcelog ``STATUS ...`` event takes the device (``cpuN``) of its
+          record's ``CPU n BANK m`` line and the text of its ``MCA: ...`` line
+          (reason ``mcelog_record``, same rule); an uncorrected record whose
+          MCA line says ``MEMORY CONTROLLER`` becomes ``host/memory_ue``.
 
     Notes
     -----

@@ -16,6 +16,14 @@ References
    power cables connected.") and ``kernel-open/nvidia/nv.c`` ("rm_init_adapter
    failed, device minor number %d", "None of the NVIDIA devices were
    initialized.", "The NVIDIA probe routine failed for %d device(s).").
+.. [4] Linux ``drivers/net/ethernet/broadcom/bnxt/bnxt.c`` (bnxt_report_link),
+   ``intel/ice/ice_main.c`` (ice_print_link_msg), ``intel/i40e/i40e_main.c``
+   (i40e_print_link_message): ``netdev_info(dev, "NIC Link is Down")`` and
+   ``"NIC Link is Up, ..."`` / ``"NIC Link is up ..."``.
+.. [5] mcelog (https://github.com/andikleen/mcelog), record output as syslog
+   lines ``mcelog[pid]: Hardware event. This is not a software error.``, ``CPU
+   n BANK m``, ``MCA: ...``, ``STATUS <hex> MCGSTATUS <hex>``, ``MCGCAP ...``;
+   ``page.c``: ``Corrected memory errors on page ... exceed threshold ...``.
 """
 
 #: A PCI address as the kernel prints it: domain (4 or 8 hex), bus, device and an
@@ -63,7 +71,7 @@ FRAMING = "|".join(
             + r"(?P<i_msg>.*)$"
         ),
         (
-            rf"{_X_PREFIX}(?P<x_wall>{_ISO_TS})\s+(?:(?:{_WORD}(?:\[\d+\])?:\s+)?"
+            rf"{_X_PREFIX}(?P<x_wall>{_ISO_TS})\s+(?:(?:(?P<x_tag>{_WORD})(?:\[\d+\])?:\s+)?"
             r"\[\s*(?P<x_mono>\d+\.\d+)\]\s?)?(?P<x_msg>.*)$"
         ),
         (
@@ -71,7 +79,7 @@ FRAMING = "|".join(
             r"(?P<r_host>[^\s:\[\]]+)\s+" + _TAG.format(p="r") + r"(?P<r_msg>.*)$"
         ),
         (
-            rf"^(?:<\d{{1,3}}>)?(?P<s_wall>{_RFC_TS})\s+{_WORD}(?:\[\d+\])?:\s+"
+            rf"^(?:<\d{{1,3}}>)?(?P<s_wall>{_RFC_TS})\s+(?P<s_tag>{_WORD})(?:\[\d+\])?:\s+"
             r"(?:\[\s*(?P<s_mono>\d+\.\d+)\]\s?)?(?P<s_msg>.*)$"
         ),
         (
@@ -125,7 +133,7 @@ KEYWORDS = (
     r"Xid|NVRM|fallen off the bus|mlx5_|Link (?:down|up|DOWN|ACTIVE|INIT|ARMED)|"
     r"port state changed|Port module event|NCCL|Watchdog|watchdog|"
     r"EDAC|Hardware Error|[Mm]achine [Cc]heck|hardware memory error|"
-    r"Memory failure|Linux version \d"
+    r"Memory failure|Linux version \d|Kernel panic|NIC Link is|mcelog"
 )
 
 #: An InfiniBand device name (``mlx5_0``, ``mlx4_1``, ``bnxt_re0``) and port states.
@@ -136,6 +144,23 @@ _IB_STATES = r"DOWN|ACTIVE|INIT|ARMED"
 #: Each entry: name, regex with named groups (any of pci, code, rest, netdev,
 #: state, n, kind, cpu, uuid, every).
 SIGNALS: list[tuple[str, str]] = [
+    # the mcelog daemon's record lines in syslog (tag ``mcelog``; the classifier
+    # puts "mcelog: " in front of their message): one record is one event, on
+    # its "STATUS <MCi_STATUS> MCGSTATUS <hex>" line [5]_; its "CPU n BANK m"
+    # and "MCA: ..." lines are kept as context for that event, the others are
+    # context only
+    (
+        "mcelog_status",
+        r"^mcelog: STATUS (?P<status>[0-9a-fA-F]{1,16}) MCGSTATUS "
+        r"(?P<mcgstatus>[0-9a-fA-F]+)",
+    ),
+    ("mcelog_cpu", r"^mcelog: CPU (?P<cpu>\d+) BANK (?P<bank>\d+)\b"),
+    ("mcelog_mca", r"^mcelog: (?P<rest>MCA: .*)$"),
+    (
+        "mcelog_ce_threshold",
+        r"^mcelog: (?P<rest>Corrected memory errors on page .*exceed threshold.*)$",
+    ),
+    ("mcelog_context", r"^mcelog: "),
     # the second and third lines of a multi-line SXid report (NVIDIA Fabric
     # Manager User Guide, "NVSwitch SXid errors"): "SXid (PCI:...): N, Severity S
     # Engine instance E Sub-engine instance U" and "SXid (PCI:...): N, Data {...}"
@@ -199,7 +224,16 @@ SIGNALS: list[tuple[str, str]] = [
     ("nvrm", r"NVRM:"),
     (
         "link",
-        rf"mlx5_core (?P<pci>{PCI}){_FN} (?P<netdev>[^\s:]+): Link (?P<state>down|up)",
+        rf"mlx5_core (?P<pci>{PCI}){_FN} (?P<netdev>[^\s:]+):\s+Link "
+        r"(?P<state>down|up)",
+    ),
+    # Ethernet NIC drivers' netdev_info link messages (Broadcom bnxt_en, Intel
+    # ice / i40e / ixgbe): "<driver> <pci> <netdev>: NIC Link is Down" and "NIC
+    # Link is Up, 100000 Mbps ..." / "NIC Link is up 100 Gbps ..." [4]_
+    (
+        "nic_link",
+        rf"^[a-z][a-z0-9_]* (?P<pci>{PCI}){_FN} (?P<netdev>[^\s:]+):\s+NIC Link is "
+        r"(?P<state>[Dd]own|[Uu]p)\b",
     ),
     # InfiniBand port state per port (ib_core / mlx5_ib): "mlx5_0: Port: 1 Link
     # DOWN" and "... port 1 ... port state changed to DOWN"; INIT/ARMED are context
@@ -262,7 +296,18 @@ SIGNALS: list[tuple[str, str]] = [
         r"\[Hardware Error\]: CPU (?P<cpu>\d+): Machine Check(?P<exc> Exception)?:"
         r"(?P<rest>.*)$",
     ),
-    ("mce_panic", r"(?P<rest>Kernel panic - not syncing: .*[Mm]achine [Cc]heck.*)$"),
+    # the closing line of a panic report repeats the panic: context, no 2nd event
+    ("panic_end", r"---\[ end Kernel panic - not syncing"),
+    # panics printed by the machine-check handler (arch/x86/kernel/cpu/mce/core.c)
+    (
+        "mce_panic",
+        r"(?P<rest>Kernel panic - not syncing: (?:.*[Mm]achine [Cc]heck|Timeout: Not "
+        r"all CPUs entered broadcast exception handler|Some CPUs didn't answer in "
+        r"synchronization).*)$",
+    ),
+    # any other panic: the node crashed (host/kernel_panic, unless it follows a
+    # machine-check / GHES / memory record of its host: see link_context)
+    ("kernel_panic", r"(?P<rest>Kernel panic - not syncing: .*)$"),
     ("memory_ue", r"(?P<rest>Uncorrected hardware memory error.*)$"),
     # mm/memory-failure.c: pr_fmt "Memory failure: ", "%#lx: recovery action for
     # %s: %s" is the outcome of one poisoned page; its other lines are context
@@ -291,6 +336,8 @@ CONTEXT_REASON: dict[str, str] = {
     "cable_plugged": "cable_plugged",
     "memory_failure_context": "memory_failure_context",
     "boot_marker": "boot_marker",
+    "mcelog_context": "mcelog_context",
+    "panic_end": "kernel_panic_end",
 }
 
 #: Signals of GPUs missing or not initialised at boot -> their ``code`` (mode

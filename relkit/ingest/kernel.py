@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from relkit.errors import IngestError
+from relkit.errors import IngestError, PartialIngestError
 from relkit.ingest._common import (
     IngestResult,
     Parsed,
@@ -31,13 +31,19 @@ from relkit.ingest._common import (
     ingest,
 )
 from relkit.ingest._kernel_classify import (
+    MCELOG_RECORD,
     boot_time_links,
     classify_lines,
     classify_numbered,
     link_context,
     split_framing,
 )
-from relkit.ingest._kernel_read import LineFrames, clock_columns, file_host
+from relkit.ingest._kernel_read import (
+    LineFrames,
+    clock_columns,
+    compression,
+    file_host,
+)
 from relkit.ingest._kernel_spans import EARLIEST, LATEST, log_spans
 from relkit.ingest._kernel_time import (
     BTIME_SUFFIX,
@@ -80,7 +86,24 @@ class _Parsed:
     spans: pl.DataFrame | None = None
 
 
-_KEEP_REASONS = ("gpu_uuid_map", "rate_limit_notice", "boot_marker")
+_KEEP_REASONS = ("gpu_uuid_map", "rate_limit_notice", "boot_marker", MCELOG_RECORD)
+
+#: Framing of a line (:func:`split_framing`) -> how to name it when its event
+#: has no host: what the line lacks.
+_HOSTLESS_FRAMING = {
+    "dmesg": "dmesg framing ('[ sss.uuuuuu] message'), which carries no host",
+    "kmsg": "/dev/kmsg framing, which carries no host",
+    "dmesg_T": "dmesg -T framing ('[Mon Feb 23 03:28:16 2025] ...'), no host",
+    "rfc3164": (
+        "RFC 3164 syslog without a host field ('Feb 23 03:28:16 kernel: ...': "
+        "the word after the time is the tag, not a host)"
+    ),
+    "iso": (
+        "an ISO 8601 time without a host field (dmesg --time-format iso, or "
+        "syslog written without the host)"
+    ),
+    "bare": "no framing at all (no time, no host)",
+}
 
 
 def _clock_lines(raw: pl.Series, line_no: pl.Series, host: str | None) -> pl.DataFrame:
@@ -278,6 +301,8 @@ def _parse_frames(
         )
     if frames.stopped:
         return None
+    if frames.last_line is None:
+        raise IngestError(path, _empty_reason(path, frames.n_lines))
     counts = {
         "blank": n_blank_rest,
         "no_signal": frames.n_lines - n_cand - n_blank_rest,
@@ -301,11 +326,15 @@ def _parse_frames(
         rows = link_context(rows.with_columns(flags=_drop_flags(pl.col("flags"))))
         events = boot_time_links(rows).filter(pl.col("outcome") == "event")
     if not events.is_empty() and events.get_column("host").null_count():
-        first = int(events.filter(pl.col("host").is_null()).get_column("line_no").min())
+        hostless = events.filter(pl.col("host").is_null()).sort("line_no")
+        first = int(hostless.get_column("line_no")[0])
+        framing = hostless.get_column("framing")[0]
+        what = _HOSTLESS_FRAMING.get(framing, f"{framing} framing, no host field")
         msg = (
-            "event lines carry no host name (dmesg/kmsg framing); expected a "
-            "host for every event. Pass host='NAME' (--host NAME), or "
-            "host_from_filename=True (--host-from-filename) for per-host files."
+            f"{hostless.height} event line(s) carry no host name: line {first} "
+            f"has {what}; expected a host for every event. Pass host='NAME' "
+            "(--host NAME) for one host's log, or host_from_filename=True "
+            "(--host-from-filename) for per-host files (node7.log -> node7)."
         )
         raise IngestError(path, msg, line_no=first)
     ign = (
@@ -336,6 +365,21 @@ def _parse_frames(
         log_start_ts=spans.get_column("first_ts").min(),  # type: ignore[arg-type]
         log_last_ts=spans.get_column("last_ts").max(),  # type: ignore[arg-type]
         spans=spans,
+    )
+
+
+def _empty_reason(path: Path, n_lines: int) -> str:
+    """Why a log without one non-blank line is refused (what it holds, the fix)."""
+    kind = compression(path)
+    if n_lines:
+        what = f"has only blank lines ({n_lines})"
+    elif kind:
+        what = f"is empty once decompressed ({kind} of no text)"
+    else:
+        what = "is empty"
+    return (
+        f"the file {what}: no kernel/syslog line to ingest. The collection or the "
+        "copy may have failed: collect or copy the log again, or leave it out."
     )
 
 
@@ -500,8 +544,14 @@ def read_kernel(
         ``boot_time`` or a ``.btime`` record is no time or has no zone;
         ``tz``/``reference_date`` is needed but missing or invalid (at the
         first line that needs it); an event line has no host and neither
-        ``host`` nor ``host_from_filename`` is given; or, without ``replace``, a
-        file read before from the same path has changed.
+        ``host`` nor ``host_from_filename`` is given; without ``replace``, a
+        file read before from the same path has changed; or the file is empty
+        (0 bytes, nothing once decompressed, or blank lines only).
+    PartialIngestError
+        For a directory, when some of its files raised one of the errors above:
+        the others are ingested first (each its own source), then this error
+        names every refused file with its reason (``failures``) and holds the
+        others' results (``results``).
 
     Notes
     -----
@@ -573,20 +623,39 @@ def read_kernel(
             )
             raise IngestError(path, msg)
     else:
-        files = [p]
-    return [
-        _read_one(
-            store,
-            f,
-            tz=tz,
-            ref=ref,
-            host=file_host(f) if host_from_filename else host,
-            replace=replace,
-            as_of=as_of,
-            boot=boot,
-        )
-        for f in files
-    ]
+        return [
+            _read_one(
+                store,
+                p,
+                tz=tz,
+                ref=ref,
+                host=file_host(p) if host_from_filename else host,
+                replace=replace,
+                as_of=as_of,
+                boot=boot,
+            )
+        ]
+    # a directory: each file its own source; a bad file does not stop the others
+    results, failures = [], []
+    for f in files:
+        try:
+            results.append(
+                _read_one(
+                    store,
+                    f,
+                    tz=tz,
+                    ref=ref,
+                    host=file_host(f) if host_from_filename else host,
+                    replace=replace,
+                    as_of=as_of,
+                    boot=boot,
+                )
+            )
+        except IngestError as exc:
+            failures.append(exc)
+    if failures:
+        raise PartialIngestError(path, failures, results, len(files))
+    return results
 
 
 def _unknown_xid_note(events: pl.DataFrame) -> str | None:
