@@ -19,6 +19,8 @@ from relkit.observation import (
     ASSUMED_BASIS,
     MIN_EXPOSURE_H,
     Observation,
+    instant_units,
+    node_failures,
     observe,
     split_by,
     system_incidents,
@@ -153,9 +155,26 @@ def mtbf_by(
         :func:`relkit.metrics.mtbf` (``failures_per_1000_node_days`` renamed
         ``failures_per_1000_gpu_days`` when ``unit="gpu"``), then ``unit``,
         ``n_excluded`` (failures of the group's units in none of their
-        windows, see :func:`excluded_failures`), ``observed_until`` (UTC, the
-        latest exit from observation of the group's units),
-        ``exposure_basis`` and ``warning`` (null, or why the row says little).
+        windows, see :func:`excluded_failures`), ``n_folded`` (failures of a
+        node's GPUs or parts folded into an earlier failure of the same node,
+        ``unit="node"`` only), ``observed_until`` (UTC, the latest exit from
+        observation of the group's units), ``exposure_basis`` and ``warning``
+        (null, or why the row says little).
+
+    Notes
+    -----
+    With ``unit="node"`` a failure is a node failure: the failures of one
+    host that start within the incident window of the previous one (10 min,
+    or ``window_min``; any GPU, any mode) are one
+    (:func:`relkit.observation.node_failures`), counted under the
+    ``failure_mode``, ``code`` and ``severity`` of the first; the others are
+    in ``n_folded``. ``unit="gpu"`` counts each GPU's failure.
+
+    A unit that failed in a window of zero length (without assets: a host
+    whose logs have a single timed instant) was observed when it failed, so
+    its failure counts and the unit counts in ``n_units``; its time at risk
+    is unknown and taken as 0 h, and its rows say so in ``warning``
+    (:func:`relkit.observation.instant_units`).
 
     Raises
     ------
@@ -223,10 +242,14 @@ def mtbf_of(
     unit_by, _ = split_by(by, obs.windows, obs.failures, attributes=obs.attributes)
     per_device = obs.windows["device"].is_not_null().any()
     unit = unit or ("gpu" if per_device else "node")
-    at_risk = obs.exposure(unit_by, unit=unit, gpus_per_node=gpus_per_node)
+    at_risk = obs.exposure(
+        unit_by, unit=unit, gpus_per_node=gpus_per_node, with_failed_instants=True
+    )
     if not unit_by and at_risk.height == 0:
         at_risk = pl.DataFrame({"n_units": [0], "exposure_h": [0.0]})
     failures = obs.failures
+    if unit == "node" and "device" not in unit_by:
+        failures = node_failures(failures, window_min=obs.window_min)
     n_no_device = 0
     if "device" in unit_by:
         # node-level failures (no GPU of the inventory named) belong to no
@@ -253,6 +276,7 @@ def mtbf_of(
         result = result.join(excluded, on=keys, how="left", nulls_equal=True)
     else:
         result = result.with_columns(n_excluded=pl.lit(excluded["n_excluded"].sum()))
+    result = _with_folded(result, failures, by)
     rate = f"failures_per_1000_{unit}_days"
     if unit != "node":
         result = result.rename({"failures_per_1000_node_days": rate})
@@ -276,8 +300,19 @@ def mtbf_of(
         warning = pl.concat_str(
             [warning, pl.lit(note)], separator="; ", ignore_nulls=True
         )
+    result = _with_instant_note(result, obs, unit_by, unit)
+    warning = pl.concat_str(
+        [warning, pl.col("_instant")], separator="; ", ignore_nulls=True
+    )
+    warning = pl.when(warning != "").then(warning)
     # each group is observed until the latest exit of its units' windows
-    until = obs.windows.filter(pl.col("exposure_h") > 0)
+    instant = instant_units(obs.windows, obs.failures, unit=unit)  # type: ignore[arg-type]
+    until = pl.concat(
+        [
+            obs.windows.filter(pl.col("exposure_h") > 0),
+            instant.select(obs.windows.columns),
+        ]
+    )
     if unit_by:
         until = until.group_by(unit_by).agg(
             observed_until=pl.col("out_of_service_ts").max()
@@ -294,12 +329,84 @@ def mtbf_of(
                 until["out_of_service_ts"].max(), dtype=pl.Datetime("us", "UTC")
             )
         )
-    return result.with_columns(
-        pl.col("n_excluded").fill_null(0).cast(pl.Int64),
-        unit=pl.lit(unit),
-        exposure_basis=pl.lit(obs.exposure_basis),
-        warning=warning,
-    ).select(*by, "n_units", pl.exclude(*by, "n_units"))
+    return (
+        result.with_columns(
+            pl.col("n_excluded").fill_null(0).cast(pl.Int64),
+            unit=pl.lit(unit),
+            exposure_basis=pl.lit(obs.exposure_basis),
+            warning=warning,
+        )
+        .drop("_instant")
+        .select(*by, "n_units", pl.exclude(*by, "n_units"))
+    )
+
+
+def _with_folded(
+    result: pl.DataFrame, failures: pl.DataFrame, by: list[str]
+) -> pl.DataFrame:
+    """Add ``n_folded``: failures folded into node failures, per group."""
+    if "n_folded" not in failures.columns:
+        return result.with_columns(n_folded=pl.lit(0, dtype=pl.Int64))
+    if not by:
+        return result.with_columns(
+            n_folded=pl.lit(int(failures["n_folded"].sum()), dtype=pl.Int64)
+        )
+    folded = failures.group_by(by).agg(n_folded=pl.col("n_folded").sum())
+    folded = folded.cast({c: result.schema[c] for c in by})
+    return result.join(folded, on=by, how="left", nulls_equal=True).with_columns(
+        pl.col("n_folded").fill_null(0).cast(pl.Int64)
+    )
+
+
+def _with_instant_note(
+    result: pl.DataFrame, obs: Observation, unit_by: list[str], unit: str
+) -> pl.DataFrame:
+    """Add ``_instant``: the group's failed units with no measurable time at risk."""
+    instant = instant_units(obs.windows, obs.failures, unit=unit)  # type: ignore[arg-type]
+    if instant.height == 0:
+        return result.with_columns(_instant=pl.lit(None, dtype=pl.String))
+    why = (
+        "one timed instant in its logs"
+        if obs.exposure_basis == ASSUMED_BASIS
+        else "a service window of zero length"
+    )
+    name = (
+        pl.concat_str("host", pl.col("device").fill_null(""), separator=" ")
+        .str.strip_chars()
+        .alias("_name")
+        if unit == "gpu" and "device" in instant.columns
+        else pl.col("host").alias("_name")
+    )
+    per = (
+        instant.with_columns(name)
+        .group_by(unit_by)
+        .agg(
+            _names=pl.col("_name").sort().head(5),
+            _n=pl.len(),
+            _f=pl.col("n_failures").sum(),
+        )
+        if unit_by
+        else instant.with_columns(name).select(
+            _names=pl.col("_name").sort().head(5).implode(),
+            _n=pl.len(),
+            _f=pl.col("n_failures").sum(),
+        )
+    )
+    per = per.with_columns(
+        _instant=pl.format(
+            "{} unit(s) observed for no measurable time ({}: {}): their {} "
+            "failure(s) count, their time at risk is unknown and taken as 0 h, "
+            "so the MTBF is understated",
+            pl.col("_n"),
+            pl.col("_names").list.join(", "),
+            pl.lit(why),
+            pl.col("_f"),
+        )
+    ).select(*unit_by, "_instant")
+    if not unit_by:
+        return result.with_columns(_instant=pl.lit(per["_instant"][0]))
+    per = per.cast({c: result.schema[c] for c in unit_by})
+    return result.join(per, on=unit_by, how="left", nulls_equal=True)
 
 
 def _excluded_counts(

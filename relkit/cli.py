@@ -236,6 +236,21 @@ def _say_exclusions(obs_excluded: pl.DataFrame) -> None:
     )
 
 
+def _say_node_fold(result: pl.DataFrame, window_min: float | None) -> None:
+    """Say how many GPU (or part) failures were folded into node failures."""
+    from relkit.observation import LOG_WINDOW_MIN
+
+    if "n_folded" not in result.columns or not (n := int(result["n_folded"].sum())):
+        return
+    window = LOG_WINDOW_MIN if window_min is None else window_min
+    _progress(
+        f"note: {n} failure(s) within {window:g} min of an earlier failure of the "
+        "same node (other GPUs or parts) are folded into that node failure "
+        "(n_folded): --unit node counts node outages, --unit gpu each GPU's "
+        "failure, --window-min sets the window"
+    )
+
+
 def _say_no_wall_time(events: pl.DataFrame) -> None:
     """Say how many events lack a wall time and how to give them one."""
     from relkit.answers import no_wall_time_note
@@ -323,6 +338,7 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
     for note in obs.notes:
         _progress(f"warning: {note}")
     _say_no_wall_time(tables["events"])
+    _say_node_fold(result, obs.window_min)
     for row in (
         result.filter(pl.col("warning").is_not_null()).head(5).iter_rows(named=True)
     ):

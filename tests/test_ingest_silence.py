@@ -348,6 +348,100 @@ def test_span_ends_skip_lines_without_time(store: Store, tmp_path: Path) -> None
     assert opts["last_record_ts"] == "2025-03-04T10:20:00+00:00"
 
 
+#: Two days of gpu01's kern.log as `cat kern.log kern.log.1` gives them: the newer
+#: day (Mar 5-6) first, then the older one (Mar 4, boot at kernel clock 1 s).
+_ROTATED = [
+    "Mar  5 00:00:01 gpu01 kernel: [86400.000000] mlx5_core 0000:1d:00.0 "
+    "enp29s0np0: Link up",
+    "Mar  5 12:00:00 gpu01 kernel: [129600.000000] systemd[1]: Started Daily apt "
+    "upgrade.",
+    "Mar  6 00:00:00 gpu01 kernel: [172800.000000] EXT4-fs (nvme0n1p2): re-mounted",
+    "Mar  4 00:00:01 gpu01 kernel: [    1.000000] Linux version 5.15.0-105-generic "
+    "(buildd@lcy02-amd64-001)",
+    "Mar  4 12:00:00 gpu01 kernel: [43200.000000] NVRM: Xid (PCI:0000:18:00): 48, "
+    "pid=1, name=python3, Ch 00000008",
+    "Mar  4 18:00:00 gpu01 kernel: [64800.000000] systemd[1]: Started Session 3 of "
+    "user root.",
+]
+
+
+@pytest.mark.parametrize("order", ["as_catted", "sorted"])
+def test_span_runs_from_earliest_to_latest_line_whatever_the_order(
+    tmp_path: Path, order: str
+) -> None:
+    """`cat kern.log kern.log.1` (newer day first) and the time-sorted file give
+    one span: gpu01 from its earliest line, Mar 4 00:00:01 (line 4 as catted),
+    to its latest, Mar 6 00:00:00 (line 3), not from line 1 to line 6 (Mar 5
+    00:00:01 → Mar 4 18:00, which gave 12 h). Exposure 48 h − 1 s = 47.99972 h;
+    one failure (the Xid 48; the mlx5 'Link up' is no failure): MTBF 47.99972 h.
+    log_end_ts, the collection time, is the latest line too."""
+    lines = _ROTATED if order == "as_catted" else _ROTATED[3:] + _ROTATED[:3]
+    log = tmp_path / "kern.log"
+    log.write_text("\n".join(lines) + "\n")
+    with Store(":memory:") as store:
+        read_kernel(store, log, tz="UTC", reference_date="2025-03-06")
+        spans = store.table("log_spans").select("host", "first_ts", "last_ts")
+        assert spans.rows() == [
+            ("gpu01", utc(2025, 3, 4, 0, 0, 1), utc(2025, 3, 6, 0, 0, 0))
+        ]
+        opts = _options(store)
+        assert opts["log_start_ts"] == "2025-03-04T00:00:01+00:00"
+        assert opts["log_end_ts"] == "2025-03-06T00:00:00+00:00"
+        from relkit import answers
+
+        row = answers.mtbf_by(**answers.store_tables(store)).row(0, named=True)
+    hours = 48 - 1 / 3600
+    assert (row["n_units"], row["n_failures"]) == (1, 1)
+    assert row["exposure_h"] == pytest.approx(hours)
+    assert row["mtbf_h"] == pytest.approx(hours)
+
+
+def test_span_ends_are_found_in_any_batch_and_any_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read in batches of 100 bytes (one or two lines each), lines out of order.
+
+    node-a (ISO, two offsets): 12:00+01:00 = 11:00Z, 10:30Z (line 4), 18:00+01:00
+    = 17:00Z (line 2), 16:45:00.5Z, and a broken clock (year 9999, skipped):
+    10:30Z → 17:00Z, although the text '18:00+01:00' and '16:45Z' order otherwise
+    across offsets. node-b (RFC 3164, reference date 2025-03-05, UTC): Mar 5
+    01:00, Mar 4 09:00, Mar 5 07:15:30 (line 9), Dec 31 23:00 (line 5: after
+    the reference date + 1 day, so 2024-12-31) and Feb 30 (no date, skipped):
+    2024-12-31 23:00 → 2025-03-05 07:15:30. The lines reversed, read in one
+    batch, give the same spans."""
+    lines = [
+        "2025-03-04T12:00:00+01:00 node-a CRON[1]: (root) CMD (true)",
+        "2025-03-04T18:00:00+01:00 node-a CRON[3]: (root) CMD (true)",
+        "Mar  5 01:00:00 node-b systemd[1]: Started session 2.",
+        "2025-03-04T10:30:00Z node-a CRON[2]: (root) CMD (true)",
+        "Dec 31 23:00:00 node-b systemd[1]: Started session 1.",
+        "9999-12-31T23:59:59Z node-a CRON[9]: (root) CMD (true)",
+        "Feb 30 10:00:00 node-b systemd[1]: Started session 9.",
+        "2025-03-04T16:45:00.5Z node-a CRON[4]: (root) CMD (true)",
+        "Mar  5 07:15:30 node-b systemd[1]: Started session 4.",
+        "Mar  4 09:00:00 node-b systemd[1]: Started session 3.",
+    ]
+    expected = [
+        ("node-a", utc(2025, 3, 4, 10, 30), utc(2025, 3, 4, 17, 0), 5),
+        ("node-b", utc(2024, 12, 31, 23, 0), utc(2025, 3, 5, 7, 15, 30), 5),
+    ]
+    from relkit.ingest import _kernel_read
+
+    log = tmp_path / "syslog"
+    log.write_text("\n".join(lines) + "\n")
+    whole = _kernel_read.block_batches
+    with monkeypatch.context() as m:
+        m.setattr(_kernel_read, "block_batches", lambda p: whole(p, 100))
+        with Store(":memory:") as store:
+            read_kernel(store, log, tz="UTC", reference_date="2025-03-05")
+            got = store.table("log_spans").drop("source_id").rows()
+    assert got == expected
+    log.write_text("\n".join(reversed(lines)) + "\n")
+    with Store(":memory:") as store:
+        read_kernel(store, log, tz="UTC", reference_date="2025-03-05")
+        assert store.table("log_spans").drop("source_id").rows() == expected
+
+
 def test_as_of_is_stored_in_utc_and_needs_a_zone(store: Store, tmp_path: Path) -> None:
     """14:00+02:00 is 12:00Z; a zone-less --as-of is refused with the fix."""
     path = tmp_path / "ev.csv"

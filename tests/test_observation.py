@@ -818,3 +818,147 @@ def test_node_level_failures_on_per_gpu_assets(tmp_path: Path) -> None:
     by_device = answers.mtbf_by(**tables, by=["host", "device"])
     assert by_device["n_failures"].sum() == 2
     assert "2 node-level failure(s) name no GPU" in by_device["warning"][0]
+
+
+def _kernel_db(tmp_path: Path, lines: list[str]) -> Path:
+    """Ingest kernel-log ``lines`` (ISO stamps with a zone) into a new store."""
+    log = tmp_path / "kern.log"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    db = tmp_path / "k.duckdb"
+    with Store(db) as store:
+        read_file(store, log, kind="kernel")
+    return db
+
+
+ONE_LINE_HOST = [
+    "2025-03-04T10:00:00Z gpuA kernel: NVRM: Xid (PCI:0000:3b:00): 13, pid=1, "
+    "name=python, Graphics Exception",
+    "2025-03-04T20:00:00Z gpuA kernel: NVRM: Xid (PCI:0000:3b:00): 31, pid=1, "
+    "name=python, MMU Fault",
+    "2025-03-04T15:00:00Z gpuB kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, "
+    "GPU has fallen off the bus.",
+]
+
+
+def test_host_with_one_timed_line_is_a_unit_observed_for_no_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gpuA's lines run 10:00 → 20:00 (10 h; Xid 13 and 31 are application
+    errors, no failure); gpuB has one line, its Xid 79 at 15:00: observed at
+    that instant only, 0 h. The failure happened while gpuB was logging, so it
+    counts and gpuB is a unit: n_units 2, 1 failure in 10 h, MTBF 10 h (it was
+    charged to gpuA's time as if gpuA had failed, n_units 1). By host: gpuA 0
+    failures, 10 h, one-sided lower bound 2·10/χ²(0.9; 2) = 4.343 h; gpuB 1
+    failure, 0 h, MTBF and bounds null (no time), and a warning, also on
+    stderr (it was exit 1 with a library caller's message)."""
+    db = _kernel_db(tmp_path, ONE_LINE_HOST)
+    code, out, err = _run(capsys, "mtbf", "--db", str(db), "--format", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert (row["n_units"], row["n_failures"]) == (2, 1)
+    assert row["exposure_h"] == pytest.approx(10.0)
+    assert row["mtbf_h"] == pytest.approx(10.0)
+    assert "1 unit(s) observed for no measurable time (gpuB" in row["warning"]
+    assert "observed for no measurable time (gpuB" in err
+    code, out, err = _run(
+        capsys, "mtbf", "--db", str(db), "--by", "host", "--format", "json"
+    )
+    assert code == 0, err
+    a, b = json.loads(out)
+    assert (a["host"], a["n_units"], a["n_failures"]) == ("gpuA", 1, 0)
+    assert a["exposure_h"] == pytest.approx(10.0)
+    assert a["mtbf_lower_one_sided_h"] == pytest.approx(20 / chi2.ppf(0.9, 2))
+    assert (b["host"], b["n_units"], b["n_failures"], b["exposure_h"]) == (
+        "gpuB",
+        1,
+        1,
+        0.0,
+    )
+    assert b["mtbf_h"] is b["mtbf_lower_h"] is b["mtbf_lower_one_sided_h"] is None
+    assert b["observed_until"].startswith("2025-03-04T15:00:00")
+    assert "one timed instant in its logs" in b["warning"]
+    assert "gpuB: one timed instant" in err
+    assert "failures.join" not in err
+
+
+def _bus_lines(host: str, stamps_buses_codes: list[tuple[str, str, int]]) -> list[str]:
+    messages = {79: "GPU has fallen off the bus."}
+    return [
+        f"2025-03-04T{hms}Z {host} kernel: NVRM: Xid (PCI:0000:{bus}:00): {code}, "
+        f"pid=0, {messages.get(code, 'name=nccl, NVLINK: Error (0x0)')}"
+        for hms, bus, code in stamps_buses_codes
+    ]
+
+
+def test_gpus_of_one_host_failing_together_are_one_node_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Four GPUs of gpu05 fall off the bus at 18:00:00, :01, :02, :02 (one
+    node outage). gpu05's lines span 18:00:00 → 18:00:02, 2 s = 1/1800 h.
+    --unit node (default): 1 failure, 3 folded, MTBF 2 s; --unit gpu: 4
+    failures over 8 GPUs × 2 s = 16 s, MTBF 4 s; `relkit incidents` keeps one
+    incident per GPU (4)."""
+    rows = [
+        ("18:00:00", "18", 79),
+        ("18:00:01", "2a", 79),
+        ("18:00:02", "3b", 79),
+        ("18:00:02", "5d", 79),
+    ]
+    db = _kernel_db(tmp_path, _bus_lines("gpu05", rows))
+    argv = ("mtbf", "--db", str(db), "--by", "host", "--format", "json")
+    code, out, err = _run(capsys, *argv)
+    assert code == 0, err
+    (node,) = json.loads(out)
+    assert (node["n_failures"], node["n_folded"], node["unit"]) == (1, 3, "node")
+    assert node["mtbf_h"] == pytest.approx(2 / 3600)
+    assert "3 failure(s) within 10 min of an earlier failure of the same node" in err
+    code, out, err = _run(capsys, *argv, "--unit", "gpu")
+    assert code == 0, err
+    (gpu,) = json.loads(out)
+    assert (gpu["n_failures"], gpu["n_folded"]) == (4, 0)
+    assert gpu["mtbf_h"] == pytest.approx(16 / 3600 / 4)
+    code, out, err = _run(capsys, "incidents", "--db", str(db), "--format", "json")
+    assert code == 0, err
+    assert len(json.loads(out)) == 4
+
+
+def test_nvlink_errors_on_seven_gpus_are_one_node_failure(tmp_path: Path) -> None:
+    """NVLink Xids 144-150 on 7 GPUs of gpu07, one a minute 18:00 → 18:06 (each
+    within 10 min of the one before): one node failure, mode gpu/nvlink, 6
+    folded. Then Xid 79 at 18:17 (11 min after 18:06: a new node failure) and
+    an Xid 79 at 19:00 followed by an Xid 145 at 19:01 on another GPU: one node
+    failure of mode gpu/fallen_off_bus (the first signal's), 1 folded. Lines
+    08:00 → 20:00: 12 h. Node: 3 failures, MTBF 4 h; by failure_mode:
+    gpu/nvlink 1 (6 folded), gpu/fallen_off_bus 2 (1 folded). Per GPU: 8
+    nvlink and 2 fallen-off-bus failures. With --window-min 0.5 nothing folds
+    (every gap is 1 min or more): 10 node failures."""
+    nvlink = [
+        (f"18:0{i}:00", bus, 144 + i)
+        for i, bus in enumerate(["18", "2a", "3b", "5d", "9a", "ab", "ba"])
+    ]
+    lines = [
+        "2025-03-04T08:00:00Z gpu07 kernel: systemd[1]: Started Session 1.",
+        *_bus_lines(
+            "gpu07",
+            [*nvlink, ("18:17:00", "18", 79), ("19:00:00", "2a", 79),
+             ("19:01:00", "3b", 145)],
+        ),
+        "2025-03-04T20:00:00Z gpu07 kernel: systemd[1]: Started Session 2.",
+    ]  # fmt: skip
+    tables = _tables(_kernel_db(tmp_path, lines))
+    node = answers.mtbf_by(**tables).row(0, named=True)
+    assert (node["n_failures"], node["n_folded"]) == (3, 7)
+    assert node["exposure_h"] == pytest.approx(12.0)
+    assert node["mtbf_h"] == pytest.approx(4.0)
+    modes = answers.mtbf_by(**tables, by=["failure_mode"])
+    assert modes.select("failure_mode", "n_failures", "n_folded").rows() == [
+        ("gpu/fallen_off_bus", 2, 1),
+        ("gpu/nvlink", 1, 6),
+    ]
+    per_gpu = answers.mtbf_by(**tables, by=["failure_mode"], unit="gpu")
+    assert per_gpu.select("failure_mode", "n_failures").rows() == [
+        ("gpu/fallen_off_bus", 2),
+        ("gpu/nvlink", 8),
+    ]
+    narrow = answers.mtbf_by(**tables, window_min=0.5).row(0, named=True)
+    assert (narrow["n_failures"], narrow["n_folded"]) == (10, 0)

@@ -400,7 +400,9 @@ class LineFrames:
     time ends the log's observation) and ``spans`` a :class:`HostSpan` per
     host key (the syslog host of a line, else ``host``, else ``""``), in order
     of first appearance. ``keep_going`` is asked between frames; when it
-    returns False the iteration stops early (``stopped``).
+    returns False the iteration stops early (``stopped``). ``on_batch``, if
+    given, is called with every batch's ``line_no, line, blank, syslog_host``
+    (all its lines; e.g. :meth:`relkit.ingest._kernel_spans.WallEnds.add`).
 
     The lines' flags, clocks and host keys are computed in the thread that
     reads the next blocks (:func:`_prefetch`), while the caller works on the
@@ -414,9 +416,11 @@ class LineFrames:
         full: bool = False,
         keep_going: Callable[[], bool] | None = None,
         host: str | None = None,
+        on_batch: Callable[[pl.DataFrame], None] | None = None,
     ) -> None:
         self.path = path
         self.full = full
+        self.on_batch = on_batch
         self.keep_going = keep_going or (lambda: True)
         self.host = host
         self.n_lines = 0
@@ -436,9 +440,10 @@ class LineFrames:
                 syslog_host=pl.col("line").str.extract(kp.CLOCK_HOST, 1),
                 **_flags(pl.col("line")),
             )
-            spans = _batch_spans(
-                rows.select("line_no", "line", "blank", "syslog_host"), self.host
-            )
+            every = rows.select("line_no", "line", "blank", "syslog_host")
+            spans = _batch_spans(every, self.host)
+            if self.on_batch is not None:
+                self.on_batch(every)
             for hkey, n_h, h_no, h, t_no, t in spans.iter_rows():
                 self.spans.setdefault(hkey, HostSpan()).add(
                     n_h,

@@ -44,7 +44,7 @@ from relkit.ingest._kernel_read import (
     compression,
     file_host,
 )
-from relkit.ingest._kernel_spans import EARLIEST, LATEST, log_spans
+from relkit.ingest._kernel_spans import EARLIEST, LATEST, WallEnds, log_spans
 from relkit.ingest._kernel_time import (
     BTIME_SUFFIX,
     BootTracker,
@@ -204,13 +204,17 @@ def _parse(
     ``keep_going`` stopped the reading. ``boot_time`` (UTC) anchors the last
     boot of each host that has no anchor in the log.
     """
+    walls = WallEnds(tz=tz, ref=ref, host=host, path=path)
     return _parse_frames(
-        LineFrames(path, full=full, keep_going=keep_going, host=host),
+        LineFrames(
+            path, full=full, keep_going=keep_going, host=host, on_batch=walls.add
+        ),
         tz=tz,
         ref=ref,
         host=host,
         path=path,
         boot_time=boot_time,
+        walls=walls,
     )
 
 
@@ -222,8 +226,9 @@ def _parse_frames(
     host: str | None,
     path: Path,
     boot_time: dt.datetime | None = None,
+    walls: WallEnds | None = None,
 ) -> _Parsed | None:
-    """:func:`_parse` over the frames of one reader."""
+    """:func:`_parse` over the frames of one reader (``walls``: its wall ends)."""
     tracker = BootTracker()
     kept, rejects, ignored = [], [], []
     n_cand = n_blank_rest = 0
@@ -354,8 +359,11 @@ def _parse_frames(
     if end is not None and not events.is_empty() and events.get_column("ts").max():
         end = max(end, events.get_column("ts").max())  # type: ignore[type-var]
     spans = log_spans(
-        frames.spans, tracker, events, tz=tz, ref=ref, host=host, path=path
+        frames.spans, tracker, events, tz=tz, ref=ref, host=host, path=path, walls=walls
     )
+    if end is not None and spans.get_column("last_ts").max() is not None:
+        # lines out of order (cat kern.log kern.log.1): the latest line ends it
+        end = max(end, spans.get_column("last_ts").max())  # type: ignore[type-var]
     return _Parsed(
         frames.n_lines,
         _events_table(events),
@@ -566,17 +574,18 @@ def read_kernel(
     Each file's source options get ``log_start_ts`` (UTC ISO 8601): the time of
     its first non-blank line with a resolvable time (or its first event's, if
     earlier); ``log_end_ts``: the time of its last non-blank line, when that
-    line has one (or its last event's, if later); ``first_record_ts`` /
+    line has one (or its last event's or latest line's, if later: lines out
+    of order, as ``cat kern.log kern.log.1``); ``first_record_ts`` /
     ``last_record_ts``: the first and last time any of its lines resolves to
     (the earliest ``first_ts`` and latest ``last_ts`` below, and
     ``log_end_ts``). The
     ``log_spans`` table gets one row per host of the file (``source_id, host,
     first_ts, last_ts, n_lines``): a line's host is the word after its syslog
-    stamp, else ``host``; ``first_ts`` / ``last_ts`` the time of the host's
-    first / last non-blank line that has one (a wall stamp, or a kernel clock
-    of a boot with an anchor; of the host's first and last 8 lines, then its
-    events), ``n_lines`` its non-blank lines. So a host whose lines hold no
-    failure signal is still known to have been watched.
+    stamp, else ``host``; ``first_ts`` / ``last_ts`` the host's earliest /
+    latest time whatever the order of its lines: of every ISO 8601 or RFC 3164
+    syslog line, of its first and last 8 lines (a kernel clock of a boot with
+    an anchor), and of its events; ``n_lines`` its non-blank lines. So a host
+    whose lines hold no failure signal is still known to have been watched.
 
     Only lines containing a failure keyword (``Xid``, ``NVRM``, ``mlx5_``,
     ``NCCL``, ``EDAC``, ...) go through :func:`classify_lines` and the time

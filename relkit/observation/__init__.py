@@ -23,8 +23,14 @@ module is its one home (DESIGN.md §1a).
   its first record, else at the first record of its fleet's sources: it is
   left-truncated and its age is unknown (flag ``in_service_unknown``).
 - Without assets, each host seen in the logs is at risk from the first to the
-  last line of its logs (``log_spans``), hosts without a failure signal
-  included.
+  last line of its logs (``log_spans``: its earliest to its latest time,
+  whatever the order of the lines), hosts without a failure signal included.
+  A host whose logs have one timed instant and a failure was observed when it
+  failed: the failure counts and the host is a unit with 0 h at risk
+  (:func:`instant_units`; answers say so in ``warning``).
+- Per node (``unit="node"``) the failures of one host within the incident
+  window of each other are one node failure (:func:`node_failures`); per GPU
+  each GPU's failure counts.
 - A failure in no window of its unit (before service, before tracking, in a
   gap, after removal, or on a unit not in the inventory) is excluded and
   reported with its reason, never counted and never a reason to refuse the
@@ -56,11 +62,17 @@ from relkit.observation._base import (
     fmt_ts,
 )
 from relkit.observation._clock import to_service_clock
-from relkit.observation._exposure import build_exposure, exposure_by, observation_end
+from relkit.observation._exposure import (
+    build_exposure,
+    exposure_by,
+    instant_units,
+    observation_end,
+)
 from relkit.observation._failures import (
     LOG_WINDOW_MIN,
     failure_records,
     no_wall_time_message,
+    node_failures,
     place_failures,
     system_incidents,
     window_attributes,
@@ -90,7 +102,9 @@ __all__ = [
     "collection_times",
     "exposure_by",
     "failure_records",
+    "instant_units",
     "no_wall_time_message",
+    "node_failures",
     "observation_end",
     "observe",
     "place_failures",
@@ -149,6 +163,10 @@ class Observation:
         declared removals after the last record of the failure data).
     attributes : tuple of str
         Asset attributes (keys of ``attrs``) available for grouping.
+    window_min : float or None
+        The incident window given to :func:`observe` (None: log signals
+        folded with :data:`LOG_WINDOW_MIN`, records not folded); node
+        failures (:func:`node_failures`) fold with the same window.
     """
 
     failures: pl.DataFrame
@@ -160,6 +178,7 @@ class Observation:
     attributes: tuple[str, ...]
     prior_failures: pl.DataFrame
     notes: tuple[str, ...] = ()
+    window_min: float | None = None
 
     def exposure(
         self,
@@ -167,9 +186,20 @@ class Observation:
         *,
         unit: Literal["node", "gpu"] = "node",
         gpus_per_node: int = 8,
+        with_failed_instants: bool = False,
     ) -> pl.DataFrame:
-        """Time at risk per group (:func:`exposure_by`)."""
-        return exposure_by(self.windows, by=by, unit=unit, gpus_per_node=gpus_per_node)
+        """Time at risk per group (:func:`exposure_by`).
+
+        ``with_failed_instants``: units that failed in a window of zero length
+        (:func:`instant_units`) count in ``n_units`` with 0 h.
+        """
+        return exposure_by(
+            self.windows,
+            by=by,
+            unit=unit,
+            gpus_per_node=gpus_per_node,
+            failures=self.failures if with_failed_instants else None,
+        )
 
 
 def observe(
@@ -382,4 +412,5 @@ def observe(
         attributes=attributes,
         prior_failures=with_cause(prior),
         notes=tuple(_notes(windows)),
+        window_min=window_min,
     )

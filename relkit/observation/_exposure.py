@@ -225,12 +225,59 @@ def _sum_exposure(windows: pl.DataFrame, by_cols: list[str]) -> pl.DataFrame:
     return windows.group_by(by_cols).agg(aggs).sort(by_cols, nulls_last=True)
 
 
+def instant_units(
+    windows: pl.DataFrame,
+    failures: pl.DataFrame,
+    *,
+    unit: Literal["node", "gpu"] = "node",
+) -> pl.DataFrame:
+    """Find the units that failed but have no measurable time at risk.
+
+    Parameters
+    ----------
+    windows : pl.DataFrame
+        From :func:`relkit.observation.service_windows` (``host``, ``device``,
+        ``exposure_h``, attributes).
+    failures : pl.DataFrame
+        Failures kept inside a window of their unit
+        (:func:`relkit.observation.place_failures`): ``host``, ``device``.
+    unit : {"node", "gpu"}
+        Units are hosts, or (host, device) pairs where devices are units and
+        ``unit="gpu"``.
+
+    Returns
+    -------
+    pl.DataFrame
+        One window row per such unit (its first), with ``n_failures`` (Int64).
+        A unit whose every window has zero length (entry = exit: a host whose
+        logs have a single timed instant, one line, without assets) and that
+        holds a failure: the failure happened while it was observed, so it
+        counts, but its time at risk is unknown and taken as 0 h.
+    """
+    per_device = windows["device"].is_not_null().any()
+    keys = ["host", "device"] if per_device and unit == "gpu" else ["host"]
+    positive = windows.filter(pl.col("exposure_h") > 0).select(keys).unique()
+    counts = (
+        failures.filter(pl.col("ts").is_not_null())
+        .group_by(keys)
+        .agg(n_failures=pl.len().cast(pl.Int64))
+    )
+    return (
+        windows.filter(pl.col("observed_from_ts") == pl.col("out_of_service_ts"))
+        .join(positive, on=keys, how="anti", nulls_equal=True)
+        .unique(keys, keep="first", maintain_order=True)
+        .join(counts, on=keys, how="inner", nulls_equal=True)
+        .sort(keys)
+    )
+
+
 def exposure_by(
     windows: pl.DataFrame,
     *,
     by: Sequence[str] = (),
     unit: Literal["node", "gpu"] = "node",
     gpus_per_node: int = 8,
+    failures: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Sum time at risk per group of units, in node-hours or GPU-hours.
 
@@ -249,12 +296,17 @@ def exposure_by(
         it is null).
     gpus_per_node : int, default 8
         GPUs of a node whose assets row leaves ``gpus`` empty.
+    failures : pl.DataFrame, optional
+        The failures kept in the windows: a unit that failed in a window of
+        zero length (:func:`instant_units`) then counts in ``n_units`` with
+        0 h, so its group has a row and its failure is not charged to
+        another unit's time.
 
     Returns
     -------
     pl.DataFrame
         ``*by, n_units, exposure_h`` (unit-hours of ``unit``), one row per
-        group with time at risk.
+        group with time at risk (or, given ``failures``, with a failed unit).
     """
     by = list(by)
     per_device = windows["device"].is_not_null().any()
@@ -274,6 +326,16 @@ def exposure_by(
     else:
         msg = f"unit must be 'node' or 'gpu', found {unit!r}."
         raise InvalidParameterError(msg)
+    if failures is not None:
+        instant = instant_units(windows, failures, unit=unit)
+        if instant.height:
+            key = (
+                pl.struct("host", "device")
+                if per_device and unit == "gpu"
+                else pl.col("host")
+            )
+            zero = instant.select(*by, _unit=key, exposure_h=pl.lit(0.0))
+            frame = pl.concat([frame, zero.cast(frame.schema)])  # type: ignore[arg-type]
     aggs = [
         pl.col("_unit").n_unique().cast(pl.Int64).alias("n_units"),
         pl.col("exposure_h").sum(),

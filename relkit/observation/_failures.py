@@ -149,6 +149,112 @@ def failure_records(
     )
 
 
+def node_failures(
+    failures: pl.DataFrame, *, window_min: float | None = None
+) -> pl.DataFrame:
+    """Fold the failures of one node's GPUs (and other parts) into node failures.
+
+    Parameters
+    ----------
+    failures : pl.DataFrame
+        One row per unit failure (:attr:`relkit.observation.Observation.failures`):
+        ``ts``, ``host``, ``device``, ``failure_mode``, ``flags``, ``source_id``,
+        ``line_no``.
+    window_min : float, optional
+        Largest gap between failures of one node failure, minutes: the
+        incident window of the observation (:func:`failure_records`). Log
+        signals (rows flagged ``incident``) fold with :data:`LOG_WINDOW_MIN`
+        when it is None; normalised records (LANL, events tables), one
+        failure each as their owner curated them, fold only when it is given.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per node failure, the columns of ``failures`` plus
+        ``n_folded`` (Int64: the other failures folded into it). A failure of
+        a host that starts within the window of the previous one on the same
+        host (any device, any mode) joins it; the first stands for the node
+        failure: its ``ts``, ``device``, ``failure_mode``, ``code`` and
+        ``severity``, so grouping by ``failure_mode`` counts each node
+        failure once, under the mode of its first signal. A repair runs to the
+        latest repair of the failures folded, when there are several
+        (``repaired_ts``, ``repair_s``, ``repair_h`` when present); a failure
+        alone keeps its own. Sorted by ``ts``.
+
+    Notes
+    -----
+    A node is the unit of ``--unit node``: four GPUs of a host falling off the
+    bus within two seconds (a PCIe switch or the host's power) take the node
+    down once, and an NVLink fault reported by Xid 144-150 on seven GPUs over
+    six minutes is one fault of the NVLink fabric. Counting them as four or
+    seven node failures would divide the node MTBF by that factor. Per-GPU
+    answers (``--unit gpu``) and ``relkit incidents`` keep one failure per GPU.
+    The fold chains like the incident fold (:func:`failure_records`): a gap
+    equal to the window still joins.
+
+    Examples
+    --------
+    >>> from datetime import datetime, UTC
+    >>> f = pl.DataFrame(
+    ...     {
+    ...         "ts": [datetime(2025, 3, 4, 18, 0, s, tzinfo=UTC) for s in (0, 1, 2)],
+    ...         "host": ["gpu05"] * 3,
+    ...         "device": ["0000:18:00", "0000:2a:00", "0000:3b:00"],
+    ...         "failure_mode": ["gpu/fallen_off_bus"] * 3,
+    ...         "flags": ["incident"] * 3,
+    ...         "source_id": [1] * 3,
+    ...         "line_no": [1, 2, 3],
+    ...     }
+    ... )
+    >>> node_failures(f).select("device", "n_folded").rows()
+    [('0000:18:00', 2)]
+    """
+    from relkit.incidents import INCIDENT_FLAG
+
+    n = pl.lit(0, dtype=pl.Int64).alias("n_folded")
+    if failures.height == 0:
+        return failures.with_columns(n)
+    flags = (
+        pl.col("flags").fill_null("").str.contains(INCIDENT_FLAG)
+        if "flags" in failures.columns
+        else pl.lit(value=False)
+    )
+    foldable = pl.lit(value=True) if window_min is not None else flags
+    window = LOG_WINDOW_MIN if window_min is None else window_min
+    step = int(window * 60 * 1_000_000)
+    order = [c for c in ("ts", "source_id", "line_no") if c in failures.columns]
+    fold = failures.filter(foldable & pl.col("ts").is_not_null()).sort(
+        ["host", *order], nulls_last=True
+    )
+    keep = failures.filter(~(foldable & pl.col("ts").is_not_null())).with_columns(n)
+    if fold.height == 0:
+        return keep
+    gap = pl.col("ts").dt.epoch("us").diff().over("host")
+    run = (gap.is_null() | (gap > step)).cum_sum().over("host")
+    agg = [pl.all().exclude("host", "_run").first(), (pl.len() - 1).alias("n_folded")]
+    repairs = {"repaired_ts", "repair_s"} <= set(fold.columns)
+    if repairs:
+        agg.append(pl.col("repaired_ts").max().alias("_repaired"))
+    folded = fold.with_columns(_run=run).group_by("host", "_run").agg(*agg)
+    if repairs:
+        # a failure alone keeps its own repair (a link's down time, not its span)
+        alone = pl.col("n_folded") == 0
+        folded = folded.with_columns(
+            repaired_ts=pl.when(alone)
+            .then(pl.col("repaired_ts"))
+            .otherwise(pl.col("_repaired")),
+            repair_s=pl.when(~alone & pl.col("_repaired").is_not_null())
+            .then((pl.col("_repaired") - pl.col("ts")).dt.total_microseconds() / 1e6)
+            .otherwise(pl.col("repair_s")),
+        )
+        if "repair_h" in fold.columns:
+            folded = folded.with_columns(repair_h=pl.col("repair_s") / 3600.0)
+    folded = folded.select(*failures.columns, pl.col("n_folded").cast(pl.Int64))
+    return pl.concat([folded, keep.cast(folded.schema)]).sort(  # type: ignore[arg-type]
+        order or "host", nulls_last=True
+    )
+
+
 def system_incidents(
     failures: pl.DataFrame,
     *,
