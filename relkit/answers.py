@@ -170,10 +170,10 @@ def mtbf_by(
     ``failure_mode``, ``code`` and ``severity`` of the first; the others are
     in ``n_folded``. ``unit="gpu"`` counts each GPU's failure.
 
-    A unit that failed in a window of zero length (without assets: a host
-    whose logs have a single timed instant) was observed when it failed, so
-    its failure counts and the unit counts in ``n_units``; its time at risk
-    is unknown and taken as 0 h, and its rows say so in ``warning``
+    A unit observed in a window of zero length (without assets: a host whose
+    logs have a single timed instant) counts in ``n_units`` with 0 h, and a
+    failure it holds counts (it was observed when it failed); its time at risk
+    is unknown, and its rows say so in ``warning``
     (:func:`relkit.observation.instant_units`).
 
     Raises
@@ -361,7 +361,7 @@ def _with_folded(
 def _with_instant_note(
     result: pl.DataFrame, obs: Observation, unit_by: list[str], unit: str
 ) -> pl.DataFrame:
-    """Add ``_instant``: the group's failed units with no measurable time at risk."""
+    """Add ``_instant``: the group's units with no measurable time at risk."""
     instant = instant_units(obs.windows, obs.failures, unit=unit)  # type: ignore[arg-type]
     if instant.height == 0:
         return result.with_columns(_instant=pl.lit(None, dtype=pl.String))
@@ -394,13 +394,19 @@ def _with_instant_note(
     )
     per = per.with_columns(
         _instant=pl.format(
-            "{} unit(s) observed for no measurable time ({}: {}): their {} "
-            "failure(s) count, their time at risk is unknown and taken as 0 h, "
-            "so the MTBF is understated",
+            "{} unit(s) observed for no measurable time ({}: {}): their time "
+            "at risk is unknown and taken as 0 h{}",
             pl.col("_n"),
             pl.col("_names").list.join(", "),
             pl.lit(why),
-            pl.col("_f"),
+            pl.when(pl.col("_f") > 0)
+            .then(
+                pl.format(
+                    "; their {} failure(s) count, so the MTBF is understated",
+                    pl.col("_f"),
+                )
+            )
+            .otherwise(pl.lit("")),
         )
     ).select(*unit_by, "_instant")
     if not unit_by:
@@ -713,7 +719,8 @@ def first_failure_survival(
     Raises
     ------
     InsufficientDataError
-        As :func:`relkit.observation.observe`.
+        As :func:`relkit.observation.observe`; or when no unit (of ``systems``)
+        has time at risk.
 
     Notes
     -----
@@ -733,6 +740,15 @@ def first_failure_survival(
     if systems is not None:
         failures = failures.filter(pl.col("system").is_in(list(systems)))
         windows = windows.filter(pl.col("system").is_in(list(systems)))
+    if windows.height == 0:
+        msg = (
+            "first_failure_survival: no unit has time at risk"
+            + (f" in systems {list(systems)}" if systems is not None else "")
+            + " (every unit was observed for no measurable time), so there is "
+            "no time to first failure to estimate. Ingest the whole logs, or an "
+            "assets table with the units' service windows."
+        )
+        raise InsufficientDataError(msg)
     # age is time in service: a gap between service windows does not count
     units, on_clock = to_service_clock(windows, failures, failures.head(0))
     table = survival.build_first_failure_table(

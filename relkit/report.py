@@ -5,6 +5,7 @@
 inlined in the page, so it opens with no network) plus ``tables/*.csv``.
 """
 
+import html
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -150,6 +151,40 @@ def _checkpoint_section(
     )
 
 
+def _hours(value: float | None) -> str:
+    """Hours as the report prints them: 3 significant digits below 100 h."""
+    if value is None:
+        return "n/a"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _fleet_mtbf_sentence(overall: dict[str, Any], confidence: float) -> str:
+    """Say the fleet's MTBF in words, also when it cannot be estimated."""
+    n, hours = overall["n_failures"], overall["exposure_h"] or 0.0
+    head = f"{n:,} failures in {_hours(hours)} node-hours; "
+    if hours <= 0:
+        return head + (
+            "no measurable time at risk (each unit was observed at a single "
+            "instant, e.g. one timed log line per host), so no MTBF can be "
+            "estimated: ingest the whole logs, or an assets table with the "
+            "units' service windows."
+        )
+    if hours < 24:  # as relkit mtbf's --min-exposure-h default
+        head += f"only {_hours(hours)} node-hours at risk, so the rate says little; "
+    if n == 0:
+        lower = overall.get("mtbf_lower_one_sided_h")
+        return head + (
+            f"no failure, so the MTBF is only bounded below: at least "
+            f"{_hours(lower)} h at {confidence:.0%} confidence."
+        )
+    return head + (
+        f"node MTBF {_hours(overall['mtbf_h'])} h ({confidence:.0%} bounds "
+        f"{_hours(overall['mtbf_lower_h'])}–{_hours(overall['mtbf_upper_h'])} h), "
+        f"{overall['failures_per_1000_node_days']:.2f} failures per 1000 "
+        "node-days."
+    )
+
+
 def write_report(
     store: Store,
     out_dir: Path,
@@ -255,12 +290,7 @@ def _write_report(
     sections.append(
         (
             "MTBF by system",
-            f"<p>Whole fleet: {overall['n_failures']:,} failures in "
-            f"{overall['exposure_h']:,.0f} node-hours; node MTBF "
-            f"{overall['mtbf_h']:,.0f} h ({a.confidence:.0%} bounds "
-            f"{overall['mtbf_lower_h']:,.0f}–{overall['mtbf_upper_h']:,.0f} h), "
-            f"{overall['failures_per_1000_node_days']:.2f} failures "
-            "per 1000 node-days.</p>"
+            f"<p>Whole fleet: {_fleet_mtbf_sentence(overall, a.confidence)}</p>"
             + _html.chart_div(
                 charts.mtbf_chart(by_system, group="system").to_dict(), "mtbf-system"
             )
@@ -316,17 +346,21 @@ def _write_report(
     )
 
     progress("Kaplan-Meier of time to first failure per node")
-    km = answers.first_failure_survival(**st, systems=top)
-    tables["km_first_failure"] = km
+    try:
+        km = answers.first_failure_survival(**st, systems=top)
+        tables["km_first_failure"] = km
+        km_body = _html.chart_div(
+            charts.kaplan_meier_chart(km, color="system").to_dict(), "km-first"
+        )
+    except InsufficientDataError as exc:
+        progress(f"warning: {exc}")
+        km_body = f"<p>No curve: {html.escape(str(exc))}</p>"
     sections.append(
         (
             "Time to first failure per node (Kaplan-Meier)",
             "<p>Nodes already in service when tracking began enter late (left "
             "truncation); nodes that never failed are censored at decommission or "
-            "the end of the data.</p>"
-            + _html.chart_div(
-                charts.kaplan_meier_chart(km, color="system").to_dict(), "km-first"
-            ),
+            "the end of the data.</p>" + km_body,
         )
     )
 

@@ -962,3 +962,54 @@ def test_nvlink_errors_on_seven_gpus_are_one_node_failure(tmp_path: Path) -> Non
     ]
     narrow = answers.mtbf_by(**tables, window_min=0.5).row(0, named=True)
     assert (narrow["n_failures"], narrow["n_folded"]) == (10, 0)
+
+
+#: p1 logs for 24 h with one Xid 79; p2 logs a single line and never fails.
+ONE_LINE_HOST_NO_FAILURE = [
+    "2025-03-04T00:00:00Z p1 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module"
+    "  550.54.15",
+    "2025-03-04T10:00:00Z p1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has "
+    "fallen off the bus.",
+    "2025-03-05T00:00:00Z p1 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module"
+    "  550.54.15",
+    "2025-03-04T15:00:00Z p2 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module"
+    "  550.54.15",
+]
+
+
+def test_host_with_one_timed_line_and_no_failure_is_still_a_unit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """p2 was seen logging at one instant and did not fail: it is a unit at risk
+    for 0 h, like a one-line host that failed (it used to vanish from n_units
+    and from --by host). Hand count: n_units 2, 1 failure in 24 h (p1), MTBF
+    24 h; by host p2 has 0 failures, 0 h and the warning. With --unit gpu the
+    units are GPUs (8 per node by default): n_units 16, 24 h x 8 = 192 GPU-hours
+    (n_units used to count the 2 hosts)."""
+    db = _kernel_db(tmp_path, ONE_LINE_HOST_NO_FAILURE)
+    code, out, err = _run(capsys, "mtbf", "--db", str(db), "--format", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert (row["n_units"], row["n_failures"]) == (2, 1)
+    assert row["exposure_h"] == pytest.approx(24.0)
+    assert "1 unit(s) observed for no measurable time (p2" in row["warning"]
+    assert "failure(s) count" not in row["warning"]
+    code, out, err = _run(
+        capsys, "mtbf", "--db", str(db), "--by", "host", "--format", "json"
+    )
+    assert code == 0, err
+    p1, p2 = json.loads(out)
+    assert (p1["host"], p1["n_failures"], p1["exposure_h"]) == ("p1", 1, 24.0)
+    assert (p2["host"], p2["n_units"], p2["n_failures"], p2["exposure_h"]) == (
+        "p2",
+        1,
+        0,
+        0.0,
+    )
+    code, out, err = _run(
+        capsys, "mtbf", "--db", str(db), "--unit", "gpu", "--format", "json"
+    )
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert (row["n_units"], row["n_failures"]) == (16, 1)
+    assert row["exposure_h"] == pytest.approx(192.0)

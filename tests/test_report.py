@@ -151,3 +151,43 @@ def test_report_when_no_checkpoint_interval_makes_progress(tmp_path: Path) -> No
     assert "fails every 0.7 min" in html
     assert "no interval makes progress" in html
     assert "has no gap between two failures in the data" in html
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        (
+            # one host logging 24 h with no failure: a one-sided bound only,
+            # 2 x 24 / chi2(0.9; 2) = 10.4 h
+            [
+                "2025-06-01T00:00:00+00:00 q1 kernel: NVRM: loading NVIDIA UNIX "
+                "x86_64 Kernel Module  550.54.15",
+                "2025-06-02T00:00:00+00:00 q1 kernel: NVRM: loading NVIDIA UNIX "
+                "x86_64 Kernel Module  550.54.15",
+            ],
+            "0 failures in 24 node-hours; no failure, so the MTBF is only bounded "
+            "below: at least 10.4 h at 90% confidence.",
+        ),
+        (
+            # one timed line, an Xid 79: a failure with no time at risk
+            [
+                "2025-06-01T00:00:00+00:00 q2 kernel: NVRM: Xid (PCI:0000:3b:00): "
+                "79, pid=1, GPU has fallen off the bus.",
+            ],
+            "1 failures in 0 node-hours; no measurable time at risk",
+        ),
+    ],
+)
+def test_report_on_a_store_with_no_mtbf_to_print(
+    tmp_path: Path, lines: list[str], expected: str
+) -> None:
+    """A store whose MTBF is a lower bound only (no failure) or undefined (no
+    time at risk) still gets a report that says so; it used to stop with an
+    internal TypeError formatting a null MTBF, or a window_end error from the
+    Kaplan-Meier section."""
+    log = tmp_path / "k.log"
+    log.write_text("\n".join(lines) + "\n")
+    with Store(tmp_path / "r.duckdb") as store:
+        read_file(store, log, kind="kernel")
+        page = write_report(store, tmp_path / "rep")
+    assert expected in page.read_text()

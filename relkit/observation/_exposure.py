@@ -231,7 +231,7 @@ def instant_units(
     *,
     unit: Literal["node", "gpu"] = "node",
 ) -> pl.DataFrame:
-    """Find the units that failed but have no measurable time at risk.
+    """Find the units observed for no measurable time (a zero-length window).
 
     Parameters
     ----------
@@ -248,11 +248,12 @@ def instant_units(
     Returns
     -------
     pl.DataFrame
-        One window row per such unit (its first), with ``n_failures`` (Int64).
-        A unit whose every window has zero length (entry = exit: a host whose
-        logs have a single timed instant, one line, without assets) and that
-        holds a failure: the failure happened while it was observed, so it
-        counts, but its time at risk is unknown and taken as 0 h.
+        One window row per such unit (its first), with ``n_failures`` (Int64,
+        0 when it did not fail). A unit whose every window has zero length
+        (entry = exit: a host whose logs have a single timed instant, one line,
+        without assets) was observed, so it is a unit at risk; a failure it
+        holds happened while it was observed, so it counts; but its time at
+        risk is unknown and taken as 0 h.
     """
     per_device = windows["device"].is_not_null().any()
     keys = ["host", "device"] if per_device and unit == "gpu" else ["host"]
@@ -266,7 +267,8 @@ def instant_units(
         windows.filter(pl.col("observed_from_ts") == pl.col("out_of_service_ts"))
         .join(positive, on=keys, how="anti", nulls_equal=True)
         .unique(keys, keep="first", maintain_order=True)
-        .join(counts, on=keys, how="inner", nulls_equal=True)
+        .join(counts, on=keys, how="left", nulls_equal=True)
+        .with_columns(pl.col("n_failures").fill_null(0))
         .sort(keys)
     )
 
@@ -305,12 +307,18 @@ def exposure_by(
     Returns
     -------
     pl.DataFrame
-        ``*by, n_units, exposure_h`` (unit-hours of ``unit``), one row per
+        ``*by, n_units, exposure_h`` (unit-hours of ``unit``; ``n_units``
+        counts GPUs with ``unit="gpu"``, a node's ``gpus`` each), one row per
         group with time at risk (or, given ``failures``, with a failed unit).
     """
     by = list(by)
     per_device = windows["device"].is_not_null().any()
     at_risk = windows.filter(pl.col("exposure_h") > 0)
+    unit_weight = (
+        pl.col("gpus").fill_null(gpus_per_node).cast(pl.Int64)
+        if unit == "gpu" and not per_device
+        else pl.lit(1, dtype=pl.Int64)
+    )
     if unit == "gpu":
         if per_device:
             hours = pl.col("exposure_h")
@@ -318,11 +326,15 @@ def exposure_by(
         else:
             hours = pl.col("exposure_h") * pl.col("gpus").fill_null(gpus_per_node)
             key = pl.col("host")
-        frame = at_risk.select(*by, _unit=key, exposure_h=hours.cast(pl.Float64))
+        frame = at_risk.select(
+            *by, _unit=key, exposure_h=hours.cast(pl.Float64), _w=unit_weight
+        )
     elif unit == "node":
         if per_device:
             at_risk = _union_per_host(at_risk, by)
-        frame = at_risk.select(*by, _unit=pl.col("host"), exposure_h="exposure_h")
+        frame = at_risk.select(
+            *by, _unit=pl.col("host"), exposure_h="exposure_h", _w=pl.lit(1)
+        )
     else:
         msg = f"unit must be 'node' or 'gpu', found {unit!r}."
         raise InvalidParameterError(msg)
@@ -334,10 +346,18 @@ def exposure_by(
                 if per_device and unit == "gpu"
                 else pl.col("host")
             )
-            zero = instant.select(*by, _unit=key, exposure_h=pl.lit(0.0))
+            zero = instant.select(
+                *by, _unit=key, exposure_h=pl.lit(0.0), _w=unit_weight
+            )
             frame = pl.concat([frame, zero.cast(frame.schema)])  # type: ignore[arg-type]
+    # a node of 8 GPUs is 8 units when they are counted per GPU
     aggs = [
-        pl.col("_unit").n_unique().cast(pl.Int64).alias("n_units"),
+        pl.struct("_unit", "_w")
+        .unique()
+        .struct.field("_w")
+        .sum()
+        .cast(pl.Int64)
+        .alias("n_units"),
         pl.col("exposure_h").sum(),
     ]
     if not by:

@@ -312,7 +312,7 @@ def service_windows(
     start = as_utc(window_start, "window_start")
     end = as_utc(window_end, "window_end")
     fleet_first = first_records.filter(pl.col("host").is_null())["first_ts"]
-    fleet_first_ts = fleet_first.item() if fleet_first.len() else None
+    fleet_first_ts = fleet_first.min() if fleet_first.len() else None
     host_first = first_records.filter(pl.col("host").is_not_null())
     w = (
         assets.join(
