@@ -139,9 +139,10 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 # a directory: the good files were ingested, the bad ones named
                 done = exc.results  # type: ignore[assignment]
                 n_files += exc.n_files
-                for bad in exc.failures:
+                n_here = exc.n_files
+                for k, bad in enumerate(exc.failures, len(done) + 1):
                     failed += 1
-                    _progress(f"{where_n} error: {bad}")
+                    _progress(f"{where_n} file {k}/{exc.n_files} error: {bad}")
                     results.append(
                         {"path": bad.path, "kind": args.kind, "error": bad.reason}
                     )
@@ -155,8 +156,10 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 continue
             else:
                 n_files += len(done)
+                n_here = len(done)
             took = time.perf_counter() - started
-            for result in done:
+            in_dir = Path(path).is_dir()
+            for k, result in enumerate(done, 1):
                 row = result.to_dict()
                 if result.skipped:
                     state = "skipped (already ingested)"
@@ -169,7 +172,11 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 if args.kind in ("kernel", "nvsmi"):
                     row = {"n_events": result.n_loaded, **row}
                 note = f"; {result.note}" if result.note else ""
-                where = f"[{n}/{len(args.paths)}] {result.path}"
+                where = (
+                    f"{where_n} file {k}/{n_here} {result.path}"
+                    if in_dir
+                    else f"{where_n} {result.path}"
+                )
                 _progress(f"{where}: {state} ({took:.1f} s){note}")
                 if rejected := result.reject_summary():
                     _progress(f"  {rejected}")

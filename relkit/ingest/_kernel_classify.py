@@ -16,6 +16,8 @@ are data in :mod:`relkit.ingest._kernel_patterns`; reading files is
 :mod:`relkit.ingest.kernel`.
 """
 
+import datetime as dt
+
 import polars as pl
 
 from relkit.ingest import _kernel_patterns as kp
@@ -227,6 +229,45 @@ def _status_bits(status: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 MCELOG_CODE = "mcelog"
 MCELOG_RECORD = "mcelog_record"
 _PANIC = "host/kernel_panic"
+#: Code of the events of the AMD decoder's records (``MCn_STATUS[...]`` lines),
+#: and the reason of their ``Unified Memory Controller`` / ``DRAM ECC error``
+#: context lines (kept: they make an uncorrected record ``host/memory_ue``).
+AMD_MCA_CODE = "amd_mca"
+AMD_MEMORY = "mce_amd_memory"
+
+
+def _amd_status_cols() -> dict[str, pl.Expr]:
+    """Signal columns of the AMD decoder's ``CPU:n (f:m:s) MCk_STATUS[...]`` line.
+
+    Decided as the Intel record (:func:`_host_net_cols`, kind ``mce``): the
+    STATUS word's UC bit (61) set -> ``host/mce`` (``fatal`` when PCC, bit 57,
+    is set too), clear -> ``host/mce_corrected`` (``warning``); the bracket's
+    ``UE`` / ``CE`` / ``-`` (deferred) flag decides when the word is short.
+    Device ``cpuN``; an uncorrected record followed by a ``Unified Memory
+    Controller`` / ``DRAM ECC error`` line becomes ``host/memory_ue``
+    (:func:`link_context`).
+    """
+    status = pl.col("status").str.to_lowercase().str.zfill(16)
+    long = pl.col("status").str.len_chars() == 16
+    uc, pcc = _status_bits(status)
+    uc = pl.when(long).then(uc).otherwise(pl.col("kind") == "UE")
+    pcc = (
+        pl.when(long)
+        .then(pcc)
+        .otherwise(pl.col("flags").str.contains(r"(?:^|\|)PCC(?:\||$)"))
+    )
+    return {
+        "code": pl.lit(AMD_MCA_CODE),
+        "device": pl.format("cpu{}", pl.col("cpu")),
+        "failure_mode": pl.when(uc)
+        .then(pl.lit("host/mce"))
+        .otherwise(pl.lit("host/mce_corrected")),
+        "severity": pl.when(uc & pcc)
+        .then(pl.lit("fatal"))
+        .when(~uc)
+        .then(pl.lit("warning")),
+        "detail": pl.col("msg").str.extract(r"\[Hardware Error\]:\s*(.*)$", 1),
+    }
 
 
 def _mcelog_status_cols() -> dict[str, pl.Expr]:
@@ -435,6 +476,8 @@ def _one_kind(kind: str, sub: pl.DataFrame, xid_modes: dict[int, str]) -> pl.Dat
             cols["detail"] = rest.str.replace_all(r"\s+", " ").str.strip_chars()
     elif kind == "mcelog_status":
         cols |= _mcelog_status_cols()
+    elif kind == "mce_amd":
+        cols |= _amd_status_cols()
     elif kind == "mcelog_ce_threshold":
         cols |= {
             "failure_mode": pl.lit("host/memory_ce"),
@@ -724,17 +767,117 @@ def _mcelog_context(frame: pl.DataFrame) -> pl.DataFrame:
     ).drop("_dev", "_mca")
 
 
+def _amd_memory_context(frame: pl.DataFrame) -> pl.DataFrame:
+    """Make an uncorrected AMD record of the memory controller ``host/memory_ue``.
+
+    A ``Unified Memory Controller Ext. Error Code`` or ``DRAM ECC error`` line
+    (reason ``mce_amd_memory``) belongs to the last earlier ``MCn_STATUS``
+    event of its host (continuation rule, :func:`_after`); that event, if
+    ``host/mce``, becomes ``host/memory_ue``.
+    """
+    f = frame.with_columns(_hk=pl.col("host").fill_null("")).sort("line_no")
+    targets = f.filter(pl.col("reason") == AMD_MEMORY)
+    marks = f.filter(
+        (pl.col("outcome") == "event") & (pl.col("code") == AMD_MCA_CODE)
+    ).with_columns(_rec=pl.col("line_no"))
+    if not (targets.height and marks.height):
+        return frame
+    recs = _after(targets, marks, take=["_rec"]).get_column("_rec")
+    hit = pl.col("line_no").is_in(recs.implode()) & (
+        pl.col("failure_mode") == "host/mce"
+    )
+    return frame.with_columns(
+        failure_mode=pl.when(hit)
+        .then(pl.lit("host/memory_ue"))
+        .otherwise("failure_mode")
+    )
+
+
+def _before_in_time(targets: pl.DataFrame, anchors: pl.DataFrame) -> pl.DataFrame:
+    """``line_no`` of ``targets`` and ``_mode, _dev`` of the anchor just before.
+
+    Same host, and the anchor at most :data:`CONTINUATION_S` before the target:
+    by wall time ``_ts`` when both have one, whatever the line order (``cat
+    kern.log kern.log.1``); else by kernel clock on an earlier line of the same
+    boot; else, when neither line has any time, at most
+    :data:`CONTINUATION_LINES` lines before it. A target whose wall text is
+    not resolved yet (``_pending``) is left for the pass with times.
+    """
+    tol = dt.timedelta(seconds=CONTINUATION_S)
+    take = ["_mode", "_dev"]
+    got = []
+    tw = targets.filter(pl.col("_ts").is_not_null()).sort("_ts")
+    aw = anchors.filter(pl.col("_ts").is_not_null()).sort("_ts")
+    if tw.height and aw.height:
+        got.append(
+            tw.select("_hk", "line_no", "_ts")
+            .join_asof(
+                aw.select("_hk", "_ts", *take),
+                on="_ts",
+                by="_hk",
+                strategy="backward",
+                tolerance=tol,
+                check_sortedness=False,
+            )
+            .filter(pl.col("_mode").is_not_null())
+            .select("line_no", *take)
+        )
+    for kind in ("mono", "none"):
+        t = targets.filter(pl.col("_tk") == kind).sort("line_no")
+        a = anchors.filter(pl.col("_tk") == kind).sort("line_no")
+        if not (t.height and a.height):
+            continue
+        j = t.select("_hk", "_boot", "line_no", "mono_s").join_asof(
+            a.select(
+                "_hk", "_boot", "line_no", *take, _line_m="line_no", _mono_m="mono_s"
+            ),
+            on="line_no",
+            by=["_hk", "_boot"],
+            strategy="backward",
+            allow_exact_matches=False,
+            check_sortedness=False,
+        )
+        if kind == "mono":
+            near = (pl.col("mono_s") - pl.col("_mono_m")).is_between(
+                0.0, CONTINUATION_S
+            )
+        else:
+            near = pl.col("line_no") - pl.col("_line_m") <= CONTINUATION_LINES
+        got.append(
+            j.filter(pl.col("_line_m").is_not_null() & near).select("line_no", *take)
+        )
+    if not got:
+        return pl.DataFrame(
+            schema={"line_no": pl.Int64, "_mode": pl.String, "_dev": pl.String}
+        )
+    return pl.concat(got)
+
+
 def _panic_context(frame: pl.DataFrame) -> pl.DataFrame:
     """Join a kernel panic to the failure record of its host just before it.
 
     Any ``Kernel panic - not syncing:`` event without a device (``host/
     kernel_panic``, or ``host/mce`` for the machine-check handler's panics)
-    takes the mode and device of the last earlier ``host/mce``,
-    ``host/ghes_fatal`` or ``host/memory_ue`` event of its host within the
-    continuation rule (:func:`_after`).
+    takes the mode and device of the latest ``host/mce``, ``host/ghes_fatal``
+    or ``host/memory_ue`` event of its host at most :data:`CONTINUATION_S`
+    before it (wall time; kernel clock when a line has none; see
+    :func:`_before_in_time`). A record after the panic, or longer before it,
+    is no cause: the panic stays as it is.
     """
     ev = pl.col("outcome") == "event"
-    f = frame.with_columns(_hk=pl.col("host").fill_null("")).sort("line_no")
+    ts = pl.col("ts") if "ts" in frame.columns else pl.lit(None, dtype=UTC)
+    boot = pl.col("boot_no") if "boot_no" in frame.columns else pl.lit(0)
+    f = frame.with_columns(
+        _hk=pl.col("host").fill_null(""), _ts=ts, _boot=boot.fill_null(-1)
+    ).with_columns(
+        _tk=pl.when(pl.col("_ts").is_not_null())
+        .then(pl.lit("wall"))
+        .when(pl.col("wall").is_not_null())
+        .then(pl.lit("pending"))
+        .when(pl.col("mono_s").is_not_null())
+        .then(pl.lit("mono"))
+        .otherwise(pl.lit("none"))
+    )
     targets = f.filter(
         ev
         & (pl.col("code") == "panic")
@@ -745,14 +888,10 @@ def _panic_context(frame: pl.DataFrame) -> pl.DataFrame:
         ev
         & pl.col("failure_mode").is_in(_PANIC_AFTER)
         & ~((pl.col("code") == "panic") & pl.col("device").is_null())
-    )
+    ).rename({"failure_mode": "_mode", "device": "_dev"})
     if not (targets.height and anchors.height):
         return frame
-    got = _after(
-        targets,
-        anchors.rename({"failure_mode": "_mode", "device": "_dev"}),
-        take=["_mode", "_dev"],
-    )
+    got = _before_in_time(targets, anchors)
     if got.is_empty():
         return frame
     hit = pl.col("_mode").is_not_null()
@@ -768,13 +907,16 @@ def _panic_context(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _host_context(frame: pl.DataFrame) -> pl.DataFrame:
     """Give device-less MCE panic / memory-failure events their record's device."""
-    frame = _panic_context(_mcelog_context(frame))
+    frame = _panic_context(_amd_memory_context(_mcelog_context(frame)))
     ev = pl.col("outcome") == "event"
     f = frame.with_columns(_hk=pl.col("host").fill_null("")).sort("line_no")
     fills = []
     for mode in _HOST_CONTINUED:
         this = ev & (pl.col("failure_mode") == mode)
-        targets = f.filter(this & pl.col("device").is_null())
+        # a panic joins its record by time only (_panic_context)
+        targets = f.filter(
+            this & pl.col("device").is_null() & pl.col("code").ne_missing("panic")
+        )
         anchors = f.filter(this & pl.col("device").is_not_null())
         if targets.height and anchors.height:
             fills.append(

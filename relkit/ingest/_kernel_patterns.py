@@ -24,6 +24,11 @@ References
    lines ``mcelog[pid]: Hardware event. This is not a software error.``, ``CPU
    n BANK m``, ``MCA: ...``, ``STATUS <hex> MCGSTATUS <hex>``, ``MCGCAP ...``;
    ``page.c``: ``Corrected memory errors on page ... exceed threshold ...``.
+.. [6] Linux ``drivers/edac/mce_amd.c`` (``amd_decode_mce``,
+   ``decode_error_status``, ``decode_smca_error``): ``HW_ERR "CPU:%d
+   (%x:%x:%x) MC%d_STATUS[%s|%s|%s|%s|%s..." "]: 0x%016llx"``, the second
+   field ``UE`` (MCi_STATUS bit 61), ``-`` (deferred) or ``CE``; ``"%s Ext.
+   Error Code: %d"`` with the SMCA bank name (``Unified Memory Controller``).
 """
 
 #: A PCI address as the kernel prints it: domain (4 or 8 hex), bus, device and an
@@ -133,7 +138,18 @@ KEYWORDS = (
     r"Xid|NVRM|fallen off the bus|mlx5_|Link (?:down|up|DOWN|ACTIVE|INIT|ARMED)|"
     r"port state changed|Port module event|NCCL|Watchdog|watchdog|"
     r"EDAC|Hardware Error|[Mm]achine [Cc]heck|hardware memory error|"
-    r"Memory failure|Linux version \d|Kernel panic|NIC Link is|mcelog"
+    r"Memory failure|Linux version \d|Kernel panic|NIC Link is|mcelog|"
+    # journalctl's marker lines and a run of NUL bytes (:data:`JOURNAL_MARKER`)
+    r"^-- |^\x00"
+)
+
+#: Lines ``journalctl`` prints between entries, never a log entry: ``-- Journal
+#: begins at ..., ends at ... --`` (``-- Logs begin at ...`` before systemd
+#: 246), ``-- Reboot --``, ``-- Boot <32 hex> --`` (systemd 255) and ``-- No
+#: entries --``. Ignored with reason ``journal_marker``; they name no host.
+JOURNAL_MARKER = (
+    r"^-- (?:Journal begins at |Logs begin at |Reboot --|Boot [0-9a-f]{32} --|"
+    r"No entries --|Journal ends at )"
 )
 
 #: An InfiniBand device name (``mlx5_0``, ``mlx4_1``, ``bnxt_re0``) and port states.
@@ -161,6 +177,28 @@ SIGNALS: list[tuple[str, str]] = [
         r"^mcelog: (?P<rest>Corrected memory errors on page .*exceed threshold.*)$",
     ),
     ("mcelog_context", r"^mcelog: "),
+    ("journal_marker", JOURNAL_MARKER),
+    # a line of NUL bytes only (the reader turns it into one NUL): what a power
+    # loss leaves in a syslog file that was being written
+    ("nul_run", r"^\x00$"),
+    # the AMD decoder's record (drivers/edac/mce_amd.c amd_decode_mce): one
+    # record is one event, on its "CPU:%d (%x:%x:%x) MC%d_STATUS[%s|%s|...]:
+    # 0x%016llx" line [6]_; the second flag is UE, CE or "-" (deferred). Its
+    # other lines ("Uncorrected, software restartable error.", "Error Addr:",
+    # "IPID:", "... Ext. Error Code: ...", "cache level: ...") are context; a
+    # "Unified Memory Controller" / "DRAM ECC error" line makes an uncorrected
+    # record host/memory_ue (link_context)
+    (
+        "mce_amd",
+        r"\[Hardware Error\]: CPU:(?P<cpu>\d+) \((?P<fms>[0-9a-fA-F:]+)\) "
+        r"MC(?P<bank>\d+)_STATUS\[(?P<over>[^|\]]*)\|(?P<kind>UE|CE|-)\|"
+        r"(?P<flags>[^\]]*)\]: 0x(?P<status>[0-9a-fA-F]{1,16})\b",
+    ),
+    (
+        "mce_amd_memory",
+        r"\[Hardware Error\]: (?:Unified Memory Controller Ext\. Error Code|.*"
+        r"DRAM ECC error)",
+    ),
     # the second and third lines of a multi-line SXid report (NVIDIA Fabric
     # Manager User Guide, "NVSwitch SXid errors"): "SXid (PCI:...): N, Severity S
     # Engine instance E Sub-engine instance U" and "SXid (PCI:...): N, Data {...}"
@@ -298,6 +336,9 @@ SIGNALS: list[tuple[str, str]] = [
     ),
     # the closing line of a panic report repeats the panic: context, no 2nd event
     ("panic_end", r"---\[ end Kernel panic - not syncing"),
+    # a crash asked for with SysRq-c (echo c > /proc/sysrq-trigger: an
+    # operator, a kdump test): no failure; ignored
+    ("sysrq_panic", r"Kernel panic - not syncing: sysrq triggered crash"),
     # panics printed by the machine-check handler (arch/x86/kernel/cpu/mce/core.c)
     (
         "mce_panic",
@@ -338,6 +379,10 @@ CONTEXT_REASON: dict[str, str] = {
     "boot_marker": "boot_marker",
     "mcelog_context": "mcelog_context",
     "panic_end": "kernel_panic_end",
+    "sysrq_panic": "sysrq_triggered_crash",
+    "journal_marker": "journal_marker",
+    "nul_run": "nul_bytes",
+    "mce_amd_memory": "mce_amd_memory",
 }
 
 #: Signals of GPUs missing or not initialised at boot -> their ``code`` (mode

@@ -10,7 +10,9 @@ clock, each with its 1-based line number, flags and clock columns. Other lines
 are only counted. ``full=True`` keeps every line (the reference the tests
 compare the prefilter with).
 
-Invalid UTF-8 becomes U+FFFD, NUL becomes U+FFFD, a ``\r`` before the newline
+Invalid UTF-8 becomes U+FFFD; a run of NUL bytes (a power loss) that starts a
+line is dropped, a line of NULs only becomes one NUL (ignored as ``nul_bytes``),
+other NUL bytes become U+FFFD (:func:`_nul_runs`); a ``\r`` before the newline
 is removed, and a last line without a newline is a line.
 """
 
@@ -62,12 +64,37 @@ def split_block(data: bytes) -> pl.Series:
             lines = None
         if lines is not None:
             lines = lines.fill_null("")
-            if b"\x00" in data:
-                lines = lines.str.replace_all("\x00", "\ufffd", literal=True)
-            return lines
-    text = data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+            return _nul_runs(lines) if b"\x00" in data else lines
+    text = data.decode("utf-8", errors="replace")
     s = pl.Series("line", [text]).str.split("\n").explode()
-    return s.slice(0, s.len() - 1).str.strip_suffix("\r")
+    s = s.slice(0, s.len() - 1).str.strip_suffix("\r")
+    return _nul_runs(s) if "\x00" in text else s
+
+
+def _nul_runs(lines: pl.Series) -> pl.Series:
+    r"""Lines with NUL bytes: a line of NULs only -> one NUL, a leading run dropped.
+
+    A host that lost power while writing its syslog leaves a run of NUL bytes
+    where the lost data was, with no newline after it: the run ends a line or
+    starts the next one (``\x00\x00...\x00Jun  4 07:00:00 h1 kernel: Linux version
+    ...``). The run before a line's text is dropped, so the line is read; a
+    line of NULs only becomes ``"\x00"`` (ignored as ``nul_bytes``); other NUL
+    bytes become U+FFFD.
+    """
+    only = lines.str.contains(r"^\x00+$")
+    return (
+        pl.select(
+            pl.when(only)
+            .then(pl.lit("\x00"))
+            .otherwise(
+                pl.lit(lines)
+                .str.replace(r"^\x00+", "")
+                .str.replace_all("\x00", "\ufffd", literal=True)
+            )
+        )
+        .to_series()
+        .alias(lines.name)
+    )
 
 
 #: Magic bytes of the compressions the kernel reader opens -> name.
@@ -107,11 +134,59 @@ def _open(path: Path, kind: str | None) -> IO[bytes]:
     if kind == "bzip2":
         return bz2.open(path, "rb")
     if kind == "zstd":
+        return _ZstdFrames(path)  # type: ignore[return-value]
+    return path.open("rb")
+
+
+class _ZstdFrames:
+    """Read a zstd file frame after frame; a last frame cut short is an error.
+
+    ``zstandard``'s stream reader returns what it decoded of a truncated file
+    and stops without error. A decompression object per frame tells when its
+    frame ended (``eof``; the bytes after it, ``unused_data``, start the next
+    frame), so input that ends inside a frame raises ``ZstdError``, as gzip,
+    xz and bzip2 raise ``EOFError``.
+    """
+
+    def __init__(self, path: Path) -> None:
         import zstandard
 
-        raw = path.open("rb")
-        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[return-value]
-    return path.open("rb")
+        self._raw = path.open("rb")
+        self._dctx = zstandard.ZstdDecompressor()
+        self._obj = self._dctx.decompressobj()
+        self._fed = False  # the current frame has had input
+        self._out = bytearray()
+        self._done = False
+
+    def _feed(self, data: bytes) -> None:
+        while data:
+            if self._obj.eof:
+                self._obj = self._dctx.decompressobj()
+                self._fed = False
+            self._out += self._obj.decompress(data)
+            self._fed = True
+            data = self._obj.unused_data if self._obj.eof else b""
+
+    def read(self, size: int) -> bytes:
+        """Up to ``size`` decompressed bytes; ``b""`` at the end of the file."""
+        while len(self._out) < size and not self._done:
+            chunk = self._raw.read(1 << 20)
+            if not chunk:
+                self._done = True
+                if self._fed and not self._obj.eof:
+                    import zstandard
+
+                    msg = "input ends inside a zstd frame"
+                    raise zstandard.ZstdError(msg)
+                break
+            self._feed(chunk)
+        out = bytes(self._out[:size])
+        del self._out[:size]
+        return out
+
+    def close(self) -> None:
+        """Close the file."""
+        self._raw.close()
 
 
 #: Leading bytes of binary formats that are never a log (Parquet, ELF, zip,

@@ -31,6 +31,7 @@ from relkit.ingest._common import (
     ingest,
 )
 from relkit.ingest._kernel_classify import (
+    AMD_MEMORY,
     MCELOG_RECORD,
     boot_time_links,
     classify_lines,
@@ -86,7 +87,13 @@ class _Parsed:
     spans: pl.DataFrame | None = None
 
 
-_KEEP_REASONS = ("gpu_uuid_map", "rate_limit_notice", "boot_marker", MCELOG_RECORD)
+_KEEP_REASONS = (
+    "gpu_uuid_map",
+    "rate_limit_notice",
+    "boot_marker",
+    MCELOG_RECORD,
+    AMD_MEMORY,
+)
 
 #: Framing of a line (:func:`split_framing`) -> how to name it when its event
 #: has no host: what the line lacks.
@@ -360,7 +367,7 @@ def _parse_frames(
         end = max(end, events.get_column("ts").max())  # type: ignore[type-var]
     spans = log_spans(
         frames.spans, tracker, events, tz=tz, ref=ref, host=host, path=path, walls=walls
-    )
+    ).filter(pl.col("host").is_not_null())  # a span is a host's: journal markers
     if end is not None and spans.get_column("last_ts").max() is not None:
         # lines out of order (cat kern.log kern.log.1): the latest line ends it
         end = max(end, spans.get_column("last_ts").max())  # type: ignore[type-var]
