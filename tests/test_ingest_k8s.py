@@ -493,3 +493,13 @@ def test_gpu_limit_not_a_number_rejects_the_pod(tmp_path: Path) -> None:
     assert (result.n_loaded, result.n_rejected) == (0, 1)
     reason = store.table("rejects")["reason"].item()
     assert "limits nvidia.com/gpu='8x' is not a whole number >= 0" in reason
+
+
+@pytest.mark.parametrize("text", ['{"kind": "List", "items": []}', "[]"])
+def test_empty_list_is_said(tmp_path: Path, text: str) -> None:
+    """`kubectl get pods -o json` in a namespace with no pod prints a List with
+    no items: nothing to ingest, said by name (it ingested with exit 0)."""
+    path = tmp_path / "pods.json"
+    path.write_text(text)
+    with Store(":memory:") as store, pytest.raises(IngestError, match="no objects"):
+        read_k8s(store, path)

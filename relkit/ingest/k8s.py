@@ -49,12 +49,22 @@ def _items(path: Path) -> list[Any]:
             "`kubectl get pods,jobs -o json` output."
         )
         raise IngestError(path, msg, line_no=exc.lineno) from exc
+    items: list[Any] | None = None
     if isinstance(doc, dict) and isinstance(doc.get("items"), list):
-        return list(doc["items"])  # List, PodList, JobList (kind or not)
-    if isinstance(doc, dict) and kind_of(doc)[0] in ("Pod", "Job"):
-        return [doc]
-    if isinstance(doc, list):
-        return doc  # a bare JSON array of objects
+        items = list(doc["items"])  # List, PodList, JobList (kind or not)
+    elif isinstance(doc, dict) and kind_of(doc)[0] in ("Pod", "Job"):
+        items = [doc]
+    elif isinstance(doc, list):
+        items = doc  # a bare JSON array of objects
+    if items == []:
+        msg = (
+            "the list holds no objects ('items' is empty): nothing to ingest. "
+            "`kubectl get` found no pod or job in its namespace (add -A for all "
+            "namespaces) or the selector matched none; collect it again."
+        )
+        raise IngestError(path, msg)
+    if items is not None:
+        return items
     msg = (
         "no Kubernetes objects found: expected a List with 'items' (a PodList "
         "or JobList, with or without kind), a JSON array of objects, or one "
