@@ -151,6 +151,19 @@ def _terminated_state(term: dict[str, Any]) -> tuple[str, str | None]:
     return "FAILED", str(code)
 
 
+def _ended_run(term: dict[str, Any], flags: str | None) -> dict[str, Any]:
+    """Return the row of one ended container run (a ``terminated`` state)."""
+    state, code = _terminated_state(term)
+    return {
+        "state": state,
+        "exit_code": code,
+        "reason": term.get("reason"),
+        "start_ts": ts(term.get("startedAt")),
+        "end_ts": ts(term.get("finishedAt")),
+        "flags": flags,
+    }
+
+
 #: Kubelet eviction messages that blame the pod's own limits, not the node
 #: (``pkg/kubelet/eviction/helpers.go``); other evictions are node pressure.
 _OWN_LIMIT = ("exceeds the total limit", "exceeded its local ephemeral storage")
@@ -201,17 +214,7 @@ def _container_rows(
             }
         )
     if last and restarts >= 1:
-        state, code = _terminated_state(last)
-        rows.append(
-            {
-                "state": state,
-                "exit_code": code,
-                "reason": last.get("reason"),
-                "start_ts": ts(last.get("startedAt")),
-                "end_ts": ts(last.get("finishedAt")),
-                "flags": flag,
-            }
-        )
+        rows.append(_ended_run(last, flag))
     return rows, as_dict(container.get("state"))
 
 
@@ -231,17 +234,7 @@ def _init_failures(status: dict[str, Any], *, hide_names: bool) -> list[dict[str
         rows, now = _container_rows(container, tag, "init_container")
         term = as_dict(now.get("terminated"))
         if term:
-            state, code = _terminated_state(term)
-            rows.append(
-                {
-                    "state": state,
-                    "exit_code": code,
-                    "reason": term.get("reason"),
-                    "start_ts": ts(term.get("startedAt")),
-                    "end_ts": ts(term.get("finishedAt")),
-                    "flags": f"init_container={tag}",
-                }
-            )
+            rows.append(_ended_run(term, f"init_container={tag}"))
         out += [r for r in rows if r["state"] != "COMPLETED"]
     return out
 
@@ -348,18 +341,9 @@ def pod_rows(
     if running:
         # a container that ended for good while others run: an ended run
         for term, tag in terminated:
-            state, code = _terminated_state(term)
-            if state != "COMPLETED":
-                ended.append(
-                    {
-                        "state": state,
-                        "exit_code": code,
-                        "reason": term.get("reason"),
-                        "start_ts": ts(term.get("startedAt")),
-                        "end_ts": ts(term.get("finishedAt")),
-                        "flags": None if tag is None else f"container={tag}",
-                    }
-                )
+            run = _ended_run(term, None if tag is None else f"container={tag}")
+            if run["state"] != "COMPLETED":
+                ended.append(run)
         starts = [t for r in running if (t := ts(r.get("startedAt"))) is not None]
         final = {
             "state": "RUNNING",

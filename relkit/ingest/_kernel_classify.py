@@ -224,6 +224,34 @@ def _status_bits(status: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return uc, pcc
 
 
+def _mce_record(
+    uncorrected: pl.Expr, fatal: pl.Expr, memory: pl.Expr | None = None
+) -> dict[str, pl.Expr]:
+    """Mode and severity of one machine-check record, whoever printed it.
+
+    Uncorrected -> ``host/mce`` (``host/memory_ue`` where ``memory``), and
+    ``fatal`` severity where ``fatal`` (PCC, or the line says so); corrected ->
+    ``host/mce_corrected``, ``warning``. The kernel's own record, the mcelog
+    daemon's and the AMD decoder's are all decided here.
+    """
+    mode = (
+        pl.when(uncorrected)
+        if memory is None
+        else pl.when(uncorrected & memory)
+        .then(pl.lit("host/memory_ue"))
+        .when(uncorrected)
+    )
+    return {
+        "failure_mode": mode.then(pl.lit("host/mce")).otherwise(
+            pl.lit("host/mce_corrected")
+        ),
+        "severity": pl.when(uncorrected & fatal)
+        .then(pl.lit("fatal"))
+        .when(~uncorrected)
+        .then(pl.lit("warning")),
+    }
+
+
 #: Code of the events of mcelog records, and the reason of their kept context
 #: lines (``CPU n BANK m``, ``MCA: ...``).
 MCELOG_CODE = "mcelog"
@@ -259,13 +287,7 @@ def _amd_status_cols() -> dict[str, pl.Expr]:
     return {
         "code": pl.lit(AMD_MCA_CODE),
         "device": pl.format("cpu{}", pl.col("cpu")),
-        "failure_mode": pl.when(uc)
-        .then(pl.lit("host/mce"))
-        .otherwise(pl.lit("host/mce_corrected")),
-        "severity": pl.when(uc & pcc)
-        .then(pl.lit("fatal"))
-        .when(~uc)
-        .then(pl.lit("warning")),
+        **_mce_record(uc, pcc),
         "detail": pl.col("msg").str.extract(r"\[Hardware Error\]:\s*(.*)$", 1),
     }
 
@@ -288,15 +310,7 @@ def _mcelog_status_cols() -> dict[str, pl.Expr]:
     memory = (mcacod.cast(pl.Int64) & 0xEF80) == 0x0080
     return {
         "code": pl.lit(MCELOG_CODE),
-        "failure_mode": pl.when(uc & memory)
-        .then(pl.lit("host/memory_ue"))
-        .when(uc)
-        .then(pl.lit("host/mce"))
-        .otherwise(pl.lit("host/mce_corrected")),
-        "severity": pl.when(uc & pcc)
-        .then(pl.lit("fatal"))
-        .when(~uc)
-        .then(pl.lit("warning")),
+        **_mce_record(uc, pcc, memory),
         "detail": pl.format(
             "STATUS {} MCGSTATUS {}", pl.col("status"), pl.col("mcgstatus")
         ),
@@ -354,13 +368,7 @@ def _host_net_cols(kind: str, rest: pl.Expr) -> dict[str, pl.Expr]:
         )
         return {
             "device": pl.format("cpu{}", pl.col("cpu")),
-            "failure_mode": pl.when(failure)
-            .then(pl.lit("host/mce"))
-            .otherwise(pl.lit("host/mce_corrected")),
-            "severity": pl.when(failure & (said_fatal | pcc.fill_null(value=False)))
-            .then(pl.lit("fatal"))
-            .when(~failure)
-            .then(pl.lit("warning")),
+            **_mce_record(failure, said_fatal | pcc.fill_null(value=False)),
             "detail": pl.col("msg").str.extract(r"\[Hardware Error\]:\s*(.*)$", 1),
         }
     if kind == "memory_failure":
