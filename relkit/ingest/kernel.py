@@ -638,35 +638,27 @@ def read_kernel(
                 f"such as {sorted(_NOT_LOGS)} and NOTICE/LICENSE/README is skipped)."
             )
             raise IngestError(path, msg)
-    else:
-        return [
-            _read_one(
-                store,
-                p,
-                tz=tz,
-                ref=ref,
-                host=file_host(p) if host_from_filename else host,
-                replace=replace,
-                as_of=as_of,
-                boot=boot,
-            )
-        ]
+
+    def read(f: Path) -> IngestResult:
+        host_f = file_host(f) if host_from_filename else host
+        return _read_one(
+            store,
+            f,
+            tz=tz,
+            ref=ref,
+            host=host_f,
+            replace=replace,
+            as_of=as_of,
+            boot=boot,
+        )
+
+    if not p.is_dir():
+        return [read(p)]
     # a directory: each file its own source; a bad file does not stop the others
     results, failures = [], []
     for f in files:
         try:
-            results.append(
-                _read_one(
-                    store,
-                    f,
-                    tz=tz,
-                    ref=ref,
-                    host=file_host(f) if host_from_filename else host,
-                    replace=replace,
-                    as_of=as_of,
-                    boot=boot,
-                )
-            )
+            results.append(read(f))
         except IngestError as exc:
             failures.append(exc)
     if failures:
