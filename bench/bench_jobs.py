@@ -5,7 +5,7 @@
   ``jobs``, ``job_nodes`` and ``sources``) against a plain DuckDB read of the
   same file into a table, every column VARCHAR (the bare read). The target is
   a ratio within 3x.
-- ``attribution``: :func:`relkit.interruptions.build_interruptions` of 10^5 and
+- ``attribution``: :func:`relkit.jobs.build_interruptions` of 10^5 and
   10^6 job attempts against 10^5 incidents on a 2,000-node fleet (jobs of 1 to
   64 nodes, 2.1 on average; 40 % end abnormally); near-linear
   scaling means the 10^6 time is about 10x the 10^5 time (a cross product would
@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 
 from relkit.ingest import read_sacct
-from relkit.interruptions import build_interruptions
+from relkit.jobs import build_interruptions
 from relkit.store import Store
 
 HEADER = (

@@ -13,7 +13,7 @@ Modules: :mod:`relkit.store`, :mod:`relkit.ingest`, :mod:`relkit.observation`
 :mod:`relkit.metrics`, :mod:`relkit.survival`, :mod:`relkit.checkpoint`,
 :mod:`relkit.answers`, :mod:`relkit.charts` (Altair), :mod:`relkit.report`,
 :mod:`relkit.simulate` (synthetic clusters with known ground truth),
-:mod:`relkit.interruptions`, :mod:`relkit.scale`, :mod:`relkit.published` (job logs:
+:mod:`relkit.jobs`, :mod:`relkit.scale`, :mod:`relkit.published` (job logs:
 interruptions, root causes, MTTF at scale, published-table checks).
 """
 
@@ -51,7 +51,7 @@ from relkit.errors import (
 )
 from relkit.exposure import build_exposure, observation_end
 from relkit.ingest import IngestResult, read_file, read_files
-from relkit.interruptions import (
+from relkit.jobs import (
     InterruptionSummary,
     build_interruptions,
     build_job_attempts,

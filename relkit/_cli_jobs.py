@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from relkit.errors import RelkitError, RelkitWarning
-from relkit.interruptions import JOB_FIELDS
+from relkit.jobs import JOB_FIELDS
 
 Emit = Callable[[Any, str], None]
 Progress = Callable[[str], None]
@@ -66,7 +66,7 @@ def _ints(text: str, flag: str, *, most: int) -> list[int]:
 def _job_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Build the attempts and interruptions of the store named by ``--db``."""
     from relkit.answers import log_end
-    from relkit.interruptions import job_interruptions
+    from relkit.jobs import job_interruptions
     from relkit.store import Store
 
     with Store(args.db, read_only=True) as store:
@@ -144,7 +144,7 @@ def _say_gaps(
 
 
 def _cmd_jobs(args: argparse.Namespace, emit: Emit) -> int:
-    from relkit.interruptions import job_table
+    from relkit.jobs import job_table
     from relkit.store import Store
 
     with Store(args.db, read_only=True) as store:
@@ -173,7 +173,7 @@ def _cmd_rootcause(
     parse_instant: ParseInstant,
     progress: Progress,
 ) -> int:
-    from relkit.interruptions import interruption_summary, root_cause_table
+    from relkit.jobs import interruption_summary, root_cause_table
 
     start = parse_instant(args.window_start, "--window-start")
     end = parse_instant(args.window_end, "--window-end")
@@ -317,7 +317,7 @@ def _cmd_failure_share(args: argparse.Namespace, emit: Emit, progress: Progress)
 
 
 def _job_options(p: argparse.ArgumentParser) -> None:
-    from relkit.interruptions import DEFAULT_SLACK_MIN
+    from relkit.jobs import DEFAULT_SLACK_MIN
 
     p.add_argument(
         "--slack-min",

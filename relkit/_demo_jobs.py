@@ -42,7 +42,7 @@ def simulated_interruptions(
     from relkit import datasets
     from relkit.answers import log_end
     from relkit.ingest import read_file, read_path
-    from relkit.interruptions import job_interruptions, root_cause_table
+    from relkit.jobs import job_interruptions, root_cause_table
 
     raw = datasets.path("synthetic")
     truth = json.loads((raw / "ground_truth.json").read_text(encoding="utf-8"))

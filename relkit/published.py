@@ -235,7 +235,7 @@ def failure_share(attempts: pl.DataFrame, *, by: str | None = None) -> pl.DataFr
     Parameters
     ----------
     attempts : pl.DataFrame
-        From :func:`relkit.interruptions.build_job_attempts`: ``state``,
+        From :func:`relkit.jobs.build_job_attempts`: ``state``,
         ``start_ts``, ``stop_ts`` (UTC), ``n_gpus``, and ``by`` if given.
     by : str, optional
         Group column, e.g. ``"partition"``.
@@ -284,7 +284,7 @@ def failure_share(attempts: pl.DataFrame, *, by: str | None = None) -> pl.DataFr
     """
     cols = ["state", "start_ts", "stop_ts", "n_gpus"]
     require_columns(attempts, [*cols, *([by] if by else [])], where="failure_share")
-    from relkit.interruptions import OPEN_STATES
+    from relkit.taxonomy import OPEN_STATES
 
     ran = attempts.filter(
         pl.col("start_ts").is_not_null()

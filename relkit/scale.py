@@ -18,9 +18,9 @@ from typing import Any
 import polars as pl
 
 from relkit.errors import InvalidParameterError, RelkitWarning
-from relkit.interruptions import INFRA_CAUSES
 from relkit.metrics import failure_rate_bounds, mtbf_bounds, mttf_at_scale_h
 from relkit.schema import require_columns
+from relkit.taxonomy import INFRA_CAUSES
 
 __all__ = [
     "MAX_GPUS",
@@ -305,10 +305,10 @@ def job_mttf_by_size(
     Parameters
     ----------
     attempts : pl.DataFrame
-        From :func:`relkit.interruptions.build_job_attempts`: ``source_id,
+        From :func:`relkit.jobs.build_job_attempts`: ``source_id,
         job_id, attempt, start_ts, stop_ts`` (UTC), ``n_gpus``.
     interruptions : pl.DataFrame
-        From :func:`relkit.interruptions.build_interruptions`: ``source_id,
+        From :func:`relkit.jobs.build_interruptions`: ``source_id,
         job_id, attempt, cause``.
     causes : sequence of str, default ("hardware", "network", "infrastructure")
         Causes that count as a failure of the job (the default: failures of the

@@ -70,13 +70,20 @@ from relkit.errors import InvalidParameterError, SchemaError
 from relkit.schema import require_columns
 
 __all__ = [
+    "ATTRIBUTED_STATES",
     "CATEGORIES",
     "FAILURE_MODES",
+    "INFRA_CAUSES",
+    "LAUNCH_STATES",
     "LLAMA3_TABLE5",
     "MODE_SEVERITY",
     "NOT_IN_TABLE5",
+    "OPEN_STATES",
+    "PLANNED_FLAGS",
     "SEVERITIES",
     "STATED_SEVERITY",
+    "STATE_CAUSE",
+    "STATE_PRIORITY",
     "XID_BUCKET_EXCEPTIONS",
     "XID_BUCKET_RULE",
     "XID_CATALOGUE",
@@ -957,3 +964,76 @@ def table5_shape(incidents: pl.DataFrame) -> pl.DataFrame:
             else pl.lit(None, dtype=pl.Float64)
         ),
     )
+
+
+# -- scheduler-state vocabulary (job attempts and their interruptions) ----------
+
+#: Scheduler state -> (cause, kind) when no incident explains the end.
+STATE_CAUSE: dict[str, tuple[str, str]] = {
+    "NODE_FAIL": ("infrastructure", "unexpected"),
+    "BOOT_FAIL": ("infrastructure", "unexpected"),
+    "LAUNCH_FAILED": ("infrastructure", "unexpected"),
+    "FAILED": ("user", "unexpected"),
+    "OUT_OF_MEMORY": ("user", "unexpected"),
+    "SPECIAL_EXIT": ("user", "unexpected"),
+    "REQUEUED": ("unknown", "unexpected"),
+    "CANCELLED": ("user_action", "not_failure"),
+    "TIMEOUT": ("policy", "not_failure"),
+    "DEADLINE": ("policy", "not_failure"),
+    "PREEMPTED": ("scheduler", "not_failure"),
+    "REVOKED": ("scheduler", "not_failure"),
+}
+
+#: States of attempts that have not ended (right-censored or queued).
+OPEN_STATES = (
+    "RUNNING",
+    "PENDING",
+    "SUSPENDED",
+    "REQUEUE_HOLD",
+    "REQUEUE_FED",
+    "RESV_DEL_HOLD",
+    "RESIZING",
+    "CONFIGURING",
+    "COMPLETING",
+    "SIGNALING",
+    "STAGE_OUT",
+    "STOPPED",
+    "POWER_UP_NODE",
+    "UPDATE_DB",
+)
+
+#: States whose end is explained by a failure incident on the job's nodes when
+#: one is found (others are decided by the user or the scheduler).
+ATTRIBUTED_STATES = ("NODE_FAIL", "BOOT_FAIL", "LAUNCH_FAILED", "FAILED", "REQUEUED")
+
+
+#: States of attempts that failed as they started: an incident just before
+#: the start may explain them.
+LAUNCH_STATES = ("BOOT_FAIL", "LAUNCH_FAILED")
+
+#: Causes that are infrastructure failures (for job MTTF and secondary losses).
+INFRA_CAUSES = ("hardware", "network", "infrastructure")
+
+#: Component state that speaks for a heterogeneous job (first match wins).
+STATE_PRIORITY = (
+    "NODE_FAIL",
+    "BOOT_FAIL",
+    "LAUNCH_FAILED",
+    "FAILED",
+    "OUT_OF_MEMORY",
+    "SPECIAL_EXIT",
+    "REQUEUED",
+    "PREEMPTED",
+    "TIMEOUT",
+    "DEADLINE",
+    "CANCELLED",
+    "REVOKED",
+    *OPEN_STATES,
+    "COMPLETED",
+)
+
+#: Flags of a job record that mark a deliberate requeue (``planned``): a
+#: ``REQUEUED`` Slurm attempt whose steps were cancelled and none failed
+#: (:func:`relkit.ingest.read_sacct`), a pod evicted through the Eviction API
+#: (:func:`relkit.ingest.read_k8s`).
+PLANNED_FLAGS = ("steps_cancelled", "evicted_by_api")

@@ -68,7 +68,7 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
     "incidents": (ANALYSIS, ("incidents",)),
     "survival": (ANALYSIS, ("survival", "_survival_tables")),
     "checkpoint": (ANALYSIS, ("checkpoint", "_ettr_model", "_checks")),
-    "jobs": (ANALYSIS, ("jobs", "interruptions")),
+    "jobs": (ANALYSIS, ("jobs",)),
     "scale": (ANALYSIS, ("scale",)),
     "published": (ANALYSIS, ("published",)),
     # composition: reads store tables and calls analysis
@@ -304,7 +304,6 @@ def test_every_room_exists() -> None:
         for room, (_, members) in ROOMS.items()
         if not any(room_of(m, {room: ROOMS[room]}) for m in present)
     ]
-    # "jobs" is the planned package of DESIGN.md §2; interruptions holds it today
     assert not empty, f"rooms with no module: {empty}"
 
 

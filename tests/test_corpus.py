@@ -52,7 +52,7 @@ import pytest
 
 from relkit.ingest import read_file
 from relkit.ingest.kernel import read_kernel
-from relkit.interruptions import build_job_attempts
+from relkit.jobs import build_job_attempts
 from relkit.store import Store
 from relkit.taxonomy import XID_CATALOGUE, XID_MODES
 

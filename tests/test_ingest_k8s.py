@@ -10,7 +10,7 @@ from shared_paths import SHARED
 
 from relkit.errors import IngestError, InvalidParameterError
 from relkit.ingest import read_k8s
-from relkit.interruptions import build_interruptions, build_job_attempts
+from relkit.jobs import build_interruptions, build_job_attempts
 from relkit.store import Store
 
 C13 = SHARED / "cases" / "C13-k8s-pod-job-records.json"
@@ -288,7 +288,7 @@ INIT = DATA / "k8s_init_failures.json"  # a bare JSON array, no kind
 def _attempts_and_interruptions(
     store: Store, **kw: object
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    from relkit.interruptions import job_interruptions
+    from relkit.jobs import job_interruptions
 
     return job_interruptions(
         store.table("jobs"), store.table("job_nodes"), store.table("events"), **kw
@@ -315,7 +315,7 @@ def test_four_pod_job_failing_together_is_one_interruption() -> None:
     08:00:03 to 20:00:31 = 43 228 s = 12.00778 h; one interruption: MTTI
     12.00778 h. Counting each pod (the old reading, gang_window_s=0 here) gives
     4 interruptions of 8 GPUs and an MTTI of 12.00778 / 4 = 3.00194 h."""
-    from relkit.interruptions import interruption_summary
+    from relkit.jobs import interruption_summary
 
     store = Store(":memory:")
     result = read_k8s(store, GANG)

@@ -688,7 +688,7 @@ def test_cpu_only_job_has_zero_gpus_and_alloc_nodes_is_read() -> None:
         ("9103", 0, None),
         ("9104", 1, 8),
     ]
-    from relkit.interruptions import build_job_attempts
+    from relkit.jobs import build_job_attempts
 
     attempts = build_job_attempts(jobs, store.table("job_nodes"), gpus_per_node=8)
     cpu = attempts.filter(job_id="9101").row(0, named=True)

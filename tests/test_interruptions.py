@@ -11,7 +11,7 @@ import pytest
 from relkit.answers import log_end
 from relkit.errors import InvalidParameterError, SchemaError
 from relkit.ingest import read_file, read_path, read_sacct
-from relkit.interruptions import (
+from relkit.jobs import (
     build_interruptions,
     build_job_attempts,
     interruption_summary,

@@ -88,7 +88,7 @@ def step_outcome_flags(jobs: pl.DataFrame, job_steps: pl.DataFrame) -> pl.DataFr
     ``OUT_OF_MEMORY``, ...); else ``steps_cancelled``: one was cancelled (the
     scheduler signalled the job, as ``scontrol requeue`` does). What a
     ``REQUEUED`` attempt's steps say tells a deliberate requeue from one after
-    a failure (:func:`relkit.interruptions.build_interruptions`).
+    a failure (:func:`relkit.jobs.build_interruptions`).
     """
     work = job_steps.filter(pl.col("step") != "extern")
     if work.height == 0:

@@ -399,7 +399,7 @@ def read_k8s(
     completion index) whose runs end within ``gang_window_s`` (60 s) of the
     first of them are one attempt of the job, not one per pod: the rows keep
     their pod, host and GPUs but share ``attempt`` (flag
-    ``pods_ended_together``), so :func:`relkit.interruptions.build_job_attempts`
+    ``pods_ended_together``), so :func:`relkit.jobs.build_job_attempts`
     makes one attempt of them, its GPUs the pods' sum and its hosts their
     union, and a 4-pod job that fails is one interruption, not four. Their
     open runs (running at the snapshot, or pending) are one attempt too

@@ -769,7 +769,7 @@ def read_sacct(
     not hide it. A record the file holds twice (the same line again, e.g.
     from concatenated dumps) is counted once, never as a requeue
     (``duplicate_record``; the summary says how many); across files,
-    :func:`relkit.interruptions.drop_repeated_records` keeps one copy. Bytes
+    :func:`relkit.jobs.drop_repeated_records` keeps one copy. Bytes
     that are not UTF-8 are replaced by U+FFFD and the row flagged
     ``invalid_utf8_replaced``.
 
