@@ -68,7 +68,12 @@ from relkit.metrics import (
     mttf_at_scale_h,
 )
 from relkit.observation import Observation, observe, system_incidents
-from relkit.published import acmetrace_failure_share, check_table, failure_share
+from relkit.published import (
+    PUBLISHED_ETTR_POINTS,
+    acmetrace_failure_share,
+    check_table,
+    failure_share,
+)
 from relkit.scale import (
     NodeFailureRate,
     job_mttf_by_size,
@@ -95,6 +100,7 @@ from relkit.survival import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "PUBLISHED_ETTR_POINTS",
     "CensoringWarning",
     "CheckpointIntervals",
     "ConvergenceError",

@@ -7,6 +7,8 @@ like Llama 3's Table 5) for internal consistency; :func:`failure_share`
 contrasts the share of jobs that failed by count with their share of GPU time,
 from job attempts; :func:`acmetrace_failure_share` reads the same contrast out
 of the AcmeTrace cluster summary (Hu et al., NSDI 2024).
+:data:`PUBLISHED_ETTR_POINTS` holds the effective-training-time ratios papers
+print, for charts to overlay on modelled curves.
 """
 
 import math
@@ -16,7 +18,54 @@ import polars as pl
 from relkit.errors import InvalidParameterError
 from relkit.schema import require_columns
 
-__all__ = ["acmetrace_failure_share", "check_table", "failure_share"]
+__all__ = [
+    "PUBLISHED_ETTR_POINTS",
+    "acmetrace_failure_share",
+    "check_table",
+    "failure_share",
+]
+
+_LLAMA3 = "Llama 3 (Dubey et al., arXiv:2407.21783)"
+_KOKOLIS = "Kokolis et al., HPCA 2025 (arXiv:2410.21680)"
+_RSC1 = (
+    "RSC-1 whole-cluster example of the expected-ETTR model: r_f = 6.50 failures "
+    "per 1000 node-days, restart overhead u0 = 5 min, checkpoint write w ~ 0, "
+)
+
+#: ETTR values printed in papers, one row per value: ``source`` (paper and
+#: arXiv id), ``gpus`` (Int64, GPUs of the job), ``ettr`` (Float64, fraction as
+#: printed), ``kind`` ("observed, lower bound": a measured floor; "model": the
+#: paper's expected-ETTR model) and ``note`` (the conditions, quoting the
+#: paper). Only printed numbers: Llama 3 §3.3.4 reports "higher than 90%
+#: effective training time" (useful training time over elapsed time) for the
+#: 54-day snapshot of 405B pre-training on 16,384 H100 GPUs; Kokolis et al.
+#: print ETTR "0.7" at a 60 min and "0.93" at a 5 min checkpoint interval for
+#: 16,000 GPUs on RSC-1 (the first-order model gives 0.684 and 0.9323; see
+#: :func:`relkit.checkpoint.expected_ettr`). Overlay with
+#: :func:`relkit.charts.ettr_scale_chart`.
+PUBLISHED_ETTR_POINTS = pl.DataFrame(
+    [
+        (
+            _LLAMA3,
+            16384,
+            0.90,
+            "observed, lower bound",
+            '"higher than 90% effective training time" during the 54-day '
+            "snapshot of Llama 3 405B pre-training on 16,384 H100 GPUs "
+            "(section 3.3.4)",
+        ),
+        (_KOKOLIS, 16000, 0.7, "model", _RSC1 + 'interval 60 min: ETTR "0.7"'),
+        (_KOKOLIS, 16000, 0.93, "model", _RSC1 + 'interval 5 min: ETTR "0.93"'),
+    ],
+    schema={
+        "source": pl.String,
+        "gpus": pl.Int64,
+        "ettr": pl.Float64,
+        "kind": pl.String,
+        "note": pl.String,
+    },
+    orient="row",
+)
 
 #: Columns of :func:`check_table`'s result.
 FINDING_COLUMNS = (

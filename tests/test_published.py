@@ -116,3 +116,59 @@ def test_check_table_refuses_non_finite_and_flags_duplicates() -> None:
     dup = t.with_columns(component=pl.lit("a"), pct_printed=pl.Series([75.0, 25.0]))
     out = check_table(dup).filter(check="duplicate")
     assert out.select("subject", "consistent").rows() == [("a", False)]
+
+
+def test_ref_published_ettr_points() -> None:
+    """The ETTR values papers print, and nothing else: Llama 3 (arXiv:2407.21783)
+    "higher than 90% effective training time" on 16,384 H100 GPUs over the
+    54-day snapshot (a floor); Kokolis et al. (arXiv:2410.21680), RSC-1 with
+    16,000 GPUs, r_f = 6.50/1000 node-days, u0 = 5 min: ETTR "0.7" at a 60 min
+    and "0.93" at a 5 min interval (shared/reference/README.md "Expected ETTR",
+    datasets/paper-tables/PROVENANCE.md)."""
+    from relkit.published import PUBLISHED_ETTR_POINTS as points
+
+    assert relkit.PUBLISHED_ETTR_POINTS is points
+    assert points.schema == pl.Schema(
+        {
+            "source": pl.String,
+            "gpus": pl.Int64,
+            "ettr": pl.Float64,
+            "kind": pl.String,
+            "note": pl.String,
+        }
+    )
+    llama = "Llama 3 (Dubey et al., arXiv:2407.21783)"
+    kokolis = "Kokolis et al., HPCA 2025 (arXiv:2410.21680)"
+    assert points.select("source", "gpus", "ettr", "kind").rows() == [
+        (llama, 16384, 0.90, "observed, lower bound"),
+        (kokolis, 16000, 0.7, "model"),
+        (kokolis, 16000, 0.93, "model"),
+    ]
+    notes = points["note"].to_list()
+    assert '"higher than 90% effective training time"' in notes[0]
+    assert "54-day" in notes[0]
+    for note, interval, printed in zip(
+        notes[1:], ("60 min", "5 min"), ('"0.7"', '"0.93"'), strict=True
+    ):
+        assert "RSC-1" in note
+        assert "6.50 failures per 1000 node-days" in note
+        assert "u0 = 5 min" in note
+        assert note.endswith(f"interval {interval}: ETTR {printed}")
+
+
+def test_published_kokolis_points_agree_with_the_model_to_printed_precision() -> None:
+    """The printed "0.7" and "0.93" are the expected-ETTR model rounded (0.684
+    and 0.9323, shared/reference/ettr_model.csv rows `fixed`)."""
+    from relkit.published import PUBLISHED_ETTR_POINTS as points
+
+    model = points.filter(kind="model")
+    for gpus, printed, interval_min, digits in zip(
+        model["gpus"], model["ettr"], (60, 5), (1, 2), strict=True
+    ):
+        value = relkit.expected_ettr(
+            n_nodes=gpus // 8,
+            failures_per_node_day=6.5e-3,
+            restart_h=5 / 60,
+            interval_h=interval_min / 60,
+        )
+        assert round(value, digits) == printed
