@@ -147,15 +147,36 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
         # JSON {column: [value, line_no]} of the counters and flags read
         "fields": "VARCHAR",
     },
+    # schema 6: a training run's log (relkit.ingest.checkpoints), one row per
+    # record: job_start, step_start, step_end, checkpoint_save_start,
+    # checkpoint_saved, checkpoint_restored, failure, job_end
     "checkpoints": {
         "source_id": "INTEGER",
         "line_no": "BIGINT",
+        # the run ("run_id", else "run", else "job"); never NULL
         "run_id": "VARCHAR",
+        # scheduler job id ("job_id"), NULL when the record has none
         "job_id": "VARCHAR",
+        "attempt": "INTEGER",
+        # the record's instant; checkpoint_saved: the end of the save
         "ts": "TIMESTAMPTZ",
-        "step": "BIGINT",
-        "save_s": "DOUBLE",
         "kind": "VARCHAR",
+        # step_start/step_end: 0-based index of the step; checkpoint_*: steps the
+        # checkpoint holds (index of the next step to run); job_end: steps done
+        "step": "BIGINT",
+        # checkpoint_saved: blocking save time (save_s, or ts - start_ts)
+        "save_s": "DOUBLE",
+        # checkpoint_restored: restore time
+        "restore_s": "DOUBLE",
+        # checkpoint level (persistent, memory, ...)
+        "level": "VARCHAR",
+        # job_start: GPUs and nodes of the attempt
+        "n_gpus": "BIGINT",
+        "n_nodes": "BIGINT",
+        # failure: the node named
+        "host": "VARCHAR",
+        # failure: its cause; job_end: the end status
+        "status": "VARCHAR",
     },
 }
 

@@ -26,12 +26,16 @@ __all__ = ["SCHEMA_VERSION", "Store", "file_sha256"]
 #: writing). 3: job-log columns of ``jobs``, ``job_steps``, ``job_nodes.source_id``.
 #: 4: ``assets.flags``, ``failure_modes.declared_source_id``, table ``log_spans``.
 #: 5: table ``gpu_snapshots`` (``nvidia-smi -q`` snapshots, compared across files).
-SCHEMA_VERSION = 5
+#: 6: ``checkpoints`` gains ``attempt, restore_s, level, n_gpus, n_nodes, host,
+#: status`` and its columns are reordered (``kind`` after ``ts``), for
+#: :func:`relkit.ingest.read_checkpoints`.
+SCHEMA_VERSION = 6
 
 #: Older schema versions an open for writing upgrades in place, by adding the
 #: columns and tables that came later (no row changes: the tables they extend
-#: had no reader before).
-_UPGRADABLE = ("2", "3", "4")
+#: had no reader before) and putting every table's columns in the order of
+#: :data:`relkit.schema.TABLE_COLUMNS`.
+_UPGRADABLE = ("2", "3", "4", "5")
 
 #: Sort keys, so every table comes out in a fixed order.
 _SORT_KEYS: dict[str, list[str]] = {
@@ -107,16 +111,19 @@ class Store:
     RelkitError
         If the file is not a DuckDB database, is a DuckDB database of another
         program (tables but no ``relkit_meta``; it is left unchanged), or is a
-        relkit store of another schema version (a version-2, -3 or -4 store
+        relkit store of another schema version (a version-2 to -5 store
         opened read-only is refused with how to upgrade it).
 
     Notes
     -----
-    A store of schema version 2, 3 or 4 opened for writing is upgraded in place
-    to version 5 (the columns and tables added since are created, NULL in old
+    A store of schema version 2 to 5 opened for writing is upgraded in place
+    to version 6 (the columns and tables added since are created, NULL in old
     rows: version 3 added the job-log columns and tables; version 4
     ``assets.flags``, ``failure_modes.declared_source_id`` and the ``log_spans``
-    table; version 5 the ``gpu_snapshots`` table).
+    table; version 5 the ``gpu_snapshots`` table; version 6 the
+    ``checkpoints`` columns ``attempt, restore_s, level, n_gpus, n_nodes,
+    host, status``). Old rows are kept, and every table's columns end up in
+    the order of :data:`relkit.schema.TABLE_COLUMNS`, as in a new store.
     A store file this object created is removed again when its ``with`` block
     ends in an error while every table is still empty (a failed first ingest
     leaves no empty store behind).
@@ -263,7 +270,10 @@ class Store:
         """Bring a store of an upgradable older version to :data:`SCHEMA_VERSION`.
 
         Adds every column of :data:`TABLE_COLUMNS` a table lacks (NULL in old
-        rows); new tables were created just before.
+        rows; new tables were created just before), then rebuilds a table whose
+        columns are not in the contract's order (``checkpoints`` of schema 5:
+        ``ALTER TABLE ADD COLUMN`` appends, the contract puts ``attempt`` after
+        ``job_id``), its rows copied by name. All in one transaction.
         """
         con = self._con
         row = con.execute(
@@ -271,22 +281,48 @@ class Store:
         ).fetchall()
         if not row or row[0][0] not in _UPGRADABLE:
             return
-        for name, cols in TABLE_COLUMNS.items():
-            have = {
-                r[0]
-                for r in con.execute(
-                    "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
-                    "AND database_name = current_database()",
-                    [name],
-                ).fetchall()
-            }
-            for col, typ in cols.items():
-                if col not in have:
-                    con.execute(f'ALTER TABLE {name} ADD COLUMN "{col}" {typ}')
+        with self.transaction():
+            for name, cols in TABLE_COLUMNS.items():
+                have = self._column_names(name)
+                for col, typ in cols.items():
+                    if col not in have:
+                        con.execute(f'ALTER TABLE {name} ADD COLUMN "{col}" {typ}')
+                if self._column_names(name) != list(cols):
+                    self._rebuild(name)
+            con.execute(
+                "UPDATE relkit_meta SET value = ? WHERE key = 'schema_version'",
+                [str(SCHEMA_VERSION)],
+            )
+
+    def _column_names(self, name: str) -> list[str]:
+        """Return a table's column names in their stored order."""
+        return [
+            r[0]
+            for r in self._con.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = ? "
+                "AND database_name = current_database() ORDER BY column_index",
+                [name],
+            ).fetchall()
+        ]
+
+    def _rebuild(self, name: str) -> None:
+        """Recreate a table with the contract's column order, keeping its rows.
+
+        Columns the contract does not name (none in a relkit store) would be
+        dropped, so a table with such columns is left as it is.
+        """
+        cols = TABLE_COLUMNS[name]
+        if set(self._column_names(name)) != set(cols):
+            return
+        body = ", ".join(f'"{c}" {t}' for c, t in cols.items())
+        names = ", ".join(f'"{c}"' for c in cols)
+        con = self._con
+        con.execute(f"CREATE TABLE _relkit_upgrade_{name} ({body})")
         con.execute(
-            "UPDATE relkit_meta SET value = ? WHERE key = 'schema_version'",
-            [str(SCHEMA_VERSION)],
+            f"INSERT INTO _relkit_upgrade_{name} ({names}) SELECT {names} FROM {name}"
         )
+        con.execute(f"DROP TABLE {name}")
+        con.execute(f"ALTER TABLE _relkit_upgrade_{name} RENAME TO {name}")
 
     def _check_version(self) -> None:
         try:

@@ -123,3 +123,125 @@ def test_new_store_holds_the_taxonomy() -> None:
         True,
         "GPU HBM3 Memory",
     )
+
+
+# -- schema 6: the checkpoints table of relkit.ingest.read_checkpoints ----------------
+#: ``checkpoints`` as schema 5 declared it (no reader wrote it then).
+_CHECKPOINTS_V5 = {
+    "source_id": "INTEGER",
+    "line_no": "BIGINT",
+    "run_id": "VARCHAR",
+    "job_id": "VARCHAR",
+    "ts": "TIMESTAMPTZ",
+    "step": "BIGINT",
+    "save_s": "DOUBLE",
+    "kind": "VARCHAR",
+}
+
+
+def _make_v5(path: Path) -> None:
+    """A store as schema 5 left it: today's tables but the 8-column checkpoints,
+    with one events row and one checkpoints row written by hand."""
+    from relkit.schema import TABLE_COLUMNS
+
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE relkit_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO relkit_meta VALUES ('schema_version', '5')")
+    for name, cols in {**TABLE_COLUMNS, "checkpoints": _CHECKPOINTS_V5}.items():
+        body = ", ".join(f'"{c}" {t}' for c, t in cols.items())
+        con.execute(f"CREATE TABLE {name} ({body})")
+    con.execute(
+        "INSERT INTO events (source_id, line_no, ts, host, failure_mode) VALUES "
+        "(1, 2, TIMESTAMPTZ '2024-01-01 00:00:00+00', 'n1', 'gpu/xid_79')"
+    )
+    con.execute(
+        "INSERT INTO checkpoints VALUES (1, 3, 'run-1', '1001', "
+        "TIMESTAMPTZ '2024-01-01 01:00:00+00', 90, 10.0, 'checkpoint_saved')"
+    )
+    con.close()
+
+
+def test_schema_contract_of_checkpoints() -> None:
+    """The column contract other modules code against (issue 11 §1), in order."""
+    from relkit.schema import POLARS_SCHEMAS, TABLE_COLUMNS
+
+    assert SCHEMA_VERSION == 6
+    assert list(TABLE_COLUMNS["checkpoints"].items()) == [
+        ("source_id", "INTEGER"),
+        ("line_no", "BIGINT"),
+        ("run_id", "VARCHAR"),
+        ("job_id", "VARCHAR"),
+        ("attempt", "INTEGER"),
+        ("ts", "TIMESTAMPTZ"),
+        ("kind", "VARCHAR"),
+        ("step", "BIGINT"),
+        ("save_s", "DOUBLE"),
+        ("restore_s", "DOUBLE"),
+        ("level", "VARCHAR"),
+        ("n_gpus", "BIGINT"),
+        ("n_nodes", "BIGINT"),
+        ("host", "VARCHAR"),
+        ("status", "VARCHAR"),
+    ]
+    with Store(":memory:") as store:
+        frame = store.table("checkpoints")
+    assert frame.schema == POLARS_SCHEMAS["checkpoints"]
+    assert frame.schema["ts"] == pl.Datetime("us", "UTC")
+
+
+def test_schema_5_store_upgrades_in_place_and_keeps_rows(tmp_path: Path) -> None:
+    """A version-5 store is refused read-only with the way to upgrade; opened for
+    writing it becomes version 6: checkpoints gains the new columns (NULL in the
+    old row), in the contract's order, and every old row stays."""
+    path = tmp_path / "v5.duckdb"
+    _make_v5(path)
+    with pytest.raises(RelkitError, match=r"version 5, this relkit needs 6\. Open it"):
+        Store(path, read_only=True)
+    with Store(path) as store:
+        pass
+    with Store(path, read_only=True) as store:
+        events = store.table("events")
+        ck = store.table("checkpoints")
+        cols = [
+            r[0]
+            for r in store.connection.execute(
+                "SELECT column_name FROM duckdb_columns() WHERE table_name = "
+                "'checkpoints' ORDER BY column_index"
+            ).fetchall()
+        ]
+    assert events.select("host", "failure_mode").rows() == [("n1", "gpu/xid_79")]
+    assert cols == list(ck.columns)  # stored order = the contract's order
+    row = ck.row(0, named=True)
+    assert (row["run_id"], row["job_id"], row["step"], row["save_s"]) == (
+        "run-1",
+        "1001",
+        90,
+        10.0,
+    )
+    assert row["kind"] == "checkpoint_saved"
+    assert [row[c] for c in ("attempt", "restore_s", "level", "host")] == [None] * 4
+    con = duckdb.connect(str(path), read_only=True)
+    version = con.execute("SELECT value FROM relkit_meta").fetchall()
+    tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
+    con.close()
+    assert version == [("6",)]
+    assert not any(t.startswith("_relkit_upgrade") for t in tables)
+
+
+def test_upgraded_store_takes_a_checkpoint_log(tmp_path: Path) -> None:
+    """After the upgrade, read_checkpoints appends by name next to the old row."""
+    path = tmp_path / "v5.duckdb"
+    _make_v5(path)
+    log = tmp_path / "run.jsonl"
+    log.write_text(
+        '{"ts": "2024-01-01T02:00:00Z", "run": "run-1", "attempt": 2, '
+        '"event": "checkpoint_restored", "step": 90, "restore_s": 180}\n'
+    )
+    with Store(path) as store:
+        result = read_file(store, log, kind="checkpoints")
+        ck = store.table("checkpoints")
+    assert (result.n_loaded, result.n_rejected) == (1, 0)
+    assert ck.select("line_no", "attempt", "kind", "step", "restore_s").rows() == [
+        (3, None, "checkpoint_saved", 90, None),
+        (1, 2, "checkpoint_restored", 90, 180.0),
+    ]
