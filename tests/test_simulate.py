@@ -563,6 +563,39 @@ def test_checkpoint_log_gives_the_true_ettr(written: tuple[Path, object]) -> Non
     assert job_ids == set(sim.jobs.filter(pl.col("partition") == "train")["job_id"])
 
 
+def test_checkpoint_log_step_convention(written: tuple[Path, object]) -> None:
+    """``step_end`` carries the 0-based index of the step that ended; checkpoints
+    and ``job_end``'s ``final_step`` carry counts of steps done.
+
+    Expected: the C18 convention (``cases/README.md``: step_end 4 is the fifth
+    step). Progress is logged every PROGRESS_EVERY_STEPS = 180 steps, so each
+    step_end index is 180 k - 1; an attempt that restored a checkpoint holding
+    s steps runs step index s first, so its step_end indices are >= s; a
+    checkpoint saved when a step_end was logged holds index + 1 steps; an
+    attempt's step_end indices stay below its ``job_end`` ``final_step``.
+    """
+    out, _ = written
+    recs = [
+        json.loads(line)
+        for line in (out / "checkpoints.jsonl").read_text().splitlines()
+    ]
+    ends = [r for r in recs if r["event"] == "step_end"]
+    assert ends
+    assert all((r["step"] + 1) % 180 == 0 for r in ends)
+    saved = {
+        (r["attempt"], r["step"]) for r in recs if r["event"] == "checkpoint_saved"
+    }
+    assert any((r["attempt"], r["step"] + 1) in saved for r in ends)
+    restored = {
+        r["attempt"]: r["step"] for r in recs if r["event"] == "checkpoint_restored"
+    }
+    after = [r for r in ends if r["attempt"] in restored]
+    assert after
+    assert all(r["step"] >= restored[r["attempt"]] for r in after)
+    final = {r["attempt"]: r["final_step"] for r in recs if r["event"] == "job_end"}
+    assert all(r["step"] < final[r["attempt"]] for r in ends if r["attempt"] in final)
+
+
 def test_assets_file_ingests_and_covers_the_hosts(written: tuple[Path, object]) -> None:
     """``assets.csv`` reads with ``--kind assets``; MTBF works on the store.
 

@@ -1,4 +1,18 @@
-"""Write a simulation as the raw files a cluster produces, plus its ground truth."""
+"""Write a simulation as the raw files a cluster produces, plus its ground truth.
+
+The run's log, ``checkpoints.jsonl``, has one JSON record per line in time order
+(``ts`` in UTC with ``Z``; ``run``, ``attempt``, ``job_id`` on every record;
+``event`` one of ``job_start``, ``step_end``, ``checkpoint_saved``,
+``checkpoint_restored``, ``failure``, ``job_end``), read back by
+``relkit ingest --kind checkpoints``. Its ``step`` fields follow the
+convention of :mod:`relkit.ingest.checkpoints` (and of case C18):
+
+- ``step_end``: ``step`` is the 0-based index of the step that ended, so
+  ``"step": 179`` means 180 steps are done;
+- ``checkpoint_saved`` and ``checkpoint_restored``: ``step`` is the number of
+  steps the checkpoint holds (the index of the next step to run);
+- ``job_end``: ``final_step`` is the number of steps done.
+"""
 
 import contextlib
 import json
@@ -203,11 +217,12 @@ def _run_records(sim: Simulation) -> Iterator[dict[str, Any]]:
             for s, ts in zip(marks.tolist(), t.tolist(), strict=True):
                 if end is not None and ts > end.timestamp():
                     break
+                # s steps are done: the one that ended has index s - 1
                 records.append(
                     (
                         datetime.fromtimestamp(ts, tz=start.tzinfo),
                         2,
-                        {**base, "event": "step_end", "step": s},
+                        {**base, "event": "step_end", "step": s - 1},
                     )
                 )
         for c in mine.iter_rows(named=True):
@@ -311,6 +326,14 @@ def write_simulation(
 
     Notes
     -----
+    ``checkpoints.jsonl`` holds the run's records (``job_start``, a
+    ``step_end`` every :data:`PROGRESS_EVERY_STEPS` steps,
+    ``checkpoint_saved``, ``checkpoint_restored``, ``failure``, ``job_end``).
+    A ``step_end`` record's ``step`` is the 0-based index of the step that
+    ended (``179`` after 180 steps, as in case C18); a checkpoint's ``step``
+    and ``job_end``'s ``final_step`` are counts of steps done. It is read by
+    ``relkit ingest --kind checkpoints`` (:func:`relkit.ingest.read_checkpoints`).
+
     The files are written into a temporary directory inside ``out`` and moved
     into place at the end. The kernel logs are written a batch of hosts at a
     time and ``sacct.psv`` (a ``sacct -D -P`` dump) in chunks of attempts;
@@ -513,6 +536,7 @@ def ground_truth(
         "config": cfg.to_dict(),
         "ingest": {
             "assets": "relkit ingest --kind assets assets.csv",
+            "checkpoints": "relkit ingest --kind checkpoints checkpoints.jsonl",
             "kernel": (
                 f"relkit ingest --kind kernel --tz {cfg.local_tz} --reference-date "
                 f"{ref} --host-from-filename kernel/"
