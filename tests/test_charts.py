@@ -458,3 +458,173 @@ def test_charts_never_disable_max_rows() -> None:
     import inspect
 
     assert "disable_max_rows" not in inspect.getsource(charts)
+
+
+# --- badput waterfall (issue 11 §4) -------------------------------------------
+
+BADPUT_COLUMNS = [
+    "badput_init_h",
+    "badput_checkpoint_h",
+    "badput_restore_h",
+    "badput_lost_progress_h",
+    "badput_recovery_h",
+    "badput_queue_h",
+    "badput_other_h",
+]
+
+
+def runs_frame(**runs: dict[str, float | None]) -> pl.DataFrame:
+    """One row per run from seconds: wall, productive and badput by short name."""
+    rows = []
+    for run_id, s in runs.items():
+        row = {
+            "run_id": run_id,
+            "evidence": s.get("evidence", "step log"),
+            "wall_h": s["wall"] / 3600,
+            "productive_h": s["productive"] / 3600,
+            "ettr": s["productive"] / s["wall"],
+        }
+        for col in BADPUT_COLUMNS:
+            short = col.removeprefix("badput_").removesuffix("_h")
+            value = s.get(short, 0.0)
+            row[col] = None if value is None else value / 3600
+        rows.append(row)
+    schema = {"run_id": pl.String, "evidence": pl.String}
+    schema |= dict.fromkeys(["wall_h", "productive_h", "ettr"], pl.Float64)
+    schema |= dict.fromkeys(BADPUT_COLUMNS, pl.Float64)
+    return pl.DataFrame(rows, schema=schema)
+
+
+#: Case C18 (shared/cases/C18-goodput-disruption-rework.jsonl), in seconds.
+C18 = {"wall": 64, "productive": 15, "init": 5, "restore": 5, "recovery": 30}
+C18 |= {"lost_progress": 9}
+
+
+def test_ref_c18_badput_waterfall() -> None:
+    """C18: 64 s wall = 15 s productive + 5 init + 5 restore + 9 lost progress
+    + 30 recovery; ETTR 15/64 = 23.4 %. The bars step down from 64 s to 15 s."""
+    spec = roundtrip(charts.badput_waterfall_chart(runs_frame(**{"run-7": C18})))
+    bars, text = spec["layer"]
+    rows = dataset(spec)
+    got = [
+        (r["step"], r["kind"], r["low"], r["high"], r["amount"], r["label"])
+        for r in rows
+    ]
+    assert [g[:2] for g in got] == [
+        ("wall time", "wall time"),
+        ("initialisation", "badput"),
+        ("restore", "badput"),
+        ("lost progress", "badput"),
+        ("recovery", "badput"),
+        ("productive", "productive"),
+    ]
+    expected = [(0, 64, 64), (59, 64, 5), (54, 59, 5), (45, 54, 9), (15, 45, 30)]
+    expected.append((0, 15, 15))
+    for g, (low, high, amount) in zip(got, expected, strict=True):
+        assert g[2:5] == pytest.approx((low, high, amount), abs=1e-9)
+    assert [g[5] for g in got] == ["64 s", "−5 s", "−5 s", "−9 s", "−30 s", "15 s"]
+    assert [r["step_order"] for r in rows] == list(range(6))
+    assert rows[4]["amount_h"] == pytest.approx(30 / 3600)
+    assert rows[4]["share_of_wall"] == pytest.approx(30 / 64)
+    # zero categories (checkpoint save, queue, other) are left out
+    assert not {"checkpoint save", "queue", "other"} & {r["step"] for r in rows}
+    assert spec["title"] == {
+        "text": "Run run-7: where the wall time went",
+        "subtitle": "ETTR 23.4% (productive / wall time); evidence: step log",
+    }
+    enc = bars["encoding"]
+    assert bars["mark"]["type"] == "bar"
+    assert (enc["x"]["field"], enc["x2"]["field"]) == ("low", "high")
+    assert enc["x"]["title"] == "Wall time (s)"
+    assert enc["y"]["sort"] == [r["step"] for r in rows]
+    scale = enc["color"]["scale"]
+    assert dict(zip(scale["domain"], scale["range"], strict=True)) == {
+        "wall time": "#4c78a8",
+        "badput": "#e45756",
+        "productive": "#54a24b",
+    }
+    assert text["mark"]["type"] == "text"
+    assert text["encoding"]["text"]["field"] == "label"
+    assert text["encoding"]["x"]["field"] == "high"
+
+
+def test_badput_waterfall_unmeasured_category_is_unaccounted() -> None:
+    """A null category is not measured: its time is the grey 'unaccounted' bar,
+    so the bars still step down from wall time to productive time."""
+    run = C18 | {"lost_progress": None}
+    rows = dataset(charts.badput_waterfall_chart(runs_frame(r=run)).to_dict())
+    by_step = {r["step"]: r for r in rows}
+    assert "lost progress" not in by_step
+    gap = by_step["unaccounted"]
+    assert gap["kind"] == "unaccounted"
+    assert (gap["low"], gap["high"]) == pytest.approx((15, 24))
+    assert gap["label"] == "−9 s"
+    assert [r["step"] for r in rows][-2:] == ["unaccounted", "productive"]
+
+
+def test_badput_waterfall_refuses_time_counted_twice() -> None:
+    with pytest.raises(SchemaError, match=r"exceeds wall_h .* counted twice"):
+        charts.badput_waterfall_chart(runs_frame(r=C18 | {"queue": 10}))
+    with pytest.raises(SchemaError, match="badput_restore_h = -"):
+        charts.badput_waterfall_chart(runs_frame(r=C18 | {"restore": -5}))
+
+
+def test_badput_waterfall_several_runs_and_units() -> None:
+    two = runs_frame(
+        a=C18,
+        b={"wall": 7200, "productive": 3600, "queue": 1800, "other": None},
+    )
+    chart = charts.badput_waterfall_chart(two, title="Runs")
+    spec = roundtrip(chart)
+    assert spec["title"] == "Runs"
+    assert spec["resolve"]["scale"] == {"x": "independent", "y": "independent"}
+    first, second = spec["vconcat"]
+    assert first["title"]["text"] == "Run a: where the wall time went"
+    assert second["title"]["subtitle"].startswith("ETTR 50.0%")
+    # auto unit: the longest wall time is 2 h, so hours for both runs
+    assert first["layer"][0]["encoding"]["x"]["title"] == "Wall time (h)"
+    rows_b = spec["datasets"][second["data"]["name"]]
+    assert [(r["step"], r["label"]) for r in rows_b] == [
+        ("wall time", "2 h"),
+        ("queue", "−0.5 h"),
+        ("unaccounted", "−0.5 h"),
+        ("productive", "1 h"),
+    ]
+    # one colour legend for all runs: the union of kinds, fixed colours
+    for sub in (first, second):
+        assert sub["layer"][0]["encoding"]["color"]["scale"]["domain"] == [
+            "wall time",
+            "badput",
+            "unaccounted",
+            "productive",
+        ]
+    one = charts.badput_waterfall_chart(two, run_id="a", unit="min", title="C18")
+    spec = roundtrip(one)
+    assert spec["title"]["text"] == "C18"
+    assert [r["label"] for r in dataset(spec)][:2] == ["1.07 min", "−0.0833 min"]
+    # auto unit: minutes under 2 h of wall time
+    hour = runs_frame(c={"wall": 3600, "productive": 3000, "other": 600})
+    spec = charts.badput_waterfall_chart(hour).to_dict()
+    assert spec["layer"][0]["encoding"]["x"]["title"] == "Wall time (min)"
+    assert [r["label"] for r in dataset(spec)] == ["60 min", "−10 min", "50 min"]
+
+
+def test_badput_waterfall_caps_runs_and_errors() -> None:
+    many = runs_frame(**{f"run-{k:02d}": C18 for k in range(13)})
+    with pytest.raises(SchemaError, match=r"13 runs; at most 12 .* run_id="):
+        charts.badput_waterfall_chart(many)
+    spec = charts.badput_waterfall_chart(many, max_runs=13).to_dict()
+    assert len(spec["vconcat"]) == 13
+    assert dataset(charts.badput_waterfall_chart(many, run_id="run-03").to_dict())
+    with pytest.raises(InvalidParameterError, match="no run 'run-99'"):
+        charts.badput_waterfall_chart(many, run_id="run-99")
+    with pytest.raises(SchemaError, match=r"repeated: \['a'\]"):
+        charts.badput_waterfall_chart(runs_frame(a=C18).vstack(runs_frame(a=C18)))
+    with pytest.raises(SchemaError, match="badput_queue_h"):
+        charts.badput_waterfall_chart(many.drop("badput_queue_h"))
+    with pytest.raises(InsufficientDataError, match="no rows"):
+        charts.badput_waterfall_chart(many.clear())
+    with pytest.raises(InvalidParameterError, match="unit"):
+        charts.badput_waterfall_chart(many, run_id="run-00", unit="d")  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="max_runs"):
+        charts.badput_waterfall_chart(many, max_runs=0)
