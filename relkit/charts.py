@@ -29,6 +29,7 @@ __all__ = [
     "enable_offline_rendering",
     "enable_theme",
     "ettr_chart",
+    "ettr_interval_chart",
     "events_timeline_chart",
     "kaplan_meier_chart",
     "mtbf_chart",
@@ -1185,3 +1186,255 @@ def badput_waterfall_chart(
     return alt.vconcat(*charts, title=_title(title)).resolve_scale(
         x="independent", y="independent"
     )
+
+
+def _fraction_column(
+    frame: pl.DataFrame, cols: list[str], *, where: str, hint: str
+) -> None:
+    for col in cols:
+        values = frame[col].drop_nulls()
+        bad = values.filter(~(values.is_finite() & (values >= 0) & (values <= 1)))
+        if bad.len():
+            msg = (
+                f"{where}: {col} must be a fraction in [0, 1]; found "
+                f"{bad.head(5).to_list()}. {hint}"
+            )
+            raise SchemaError(msg)
+
+
+def _band_columns(
+    frame: pl.DataFrame, value: str, *, where: str
+) -> tuple[str, str] | None:
+    lower, upper = f"{value}_lower", f"{value}_upper"
+    present = [c for c in (lower, upper) if c in frame.columns]
+    if not present:
+        return None
+    if len(present) == 1:
+        msg = (
+            f"{where}: a band needs both {lower} and {upper}; the frame has only "
+            f"{present[0]}. Add the other bound or drop this one."
+        )
+        raise SchemaError(msg)
+    bad = frame.filter(
+        (pl.col(lower) > pl.col(value) + 1e-12)
+        | (pl.col(value) > pl.col(upper) + 1e-12)
+    )
+    if bad.height:
+        msg = (
+            f"{where}: {bad.height} row(s) have {value} outside "
+            f"[{lower}, {upper}], e.g. {bad.head(3).rows(named=True)}; a band must "
+            "contain its estimate."
+        )
+        raise SchemaError(msg)
+    return lower, upper
+
+
+def _point_arg(
+    point: tuple[float, float] | None, *, name: str, where: str
+) -> tuple[float, float] | None:
+    if point is None:
+        return None
+    if isinstance(point, str) or len(point) != 2:  # type: ignore[arg-type]
+        msg = f"{where}: {name} must be (interval_h, ettr); found {point!r}."
+        raise InvalidParameterError(msg)
+    interval_h = _positive(point[0], name=f"{name}[0] (interval_h)", where=where)
+    ettr = float(point[1])
+    if not (math.isfinite(ettr) and 0 <= ettr <= 1):
+        msg = f"{where}: {name}[1] (ettr) must be a fraction in [0, 1]; found {ettr!r}."
+        raise InvalidParameterError(msg)
+    return interval_h, ettr
+
+
+def ettr_interval_chart(
+    curve: pl.DataFrame,
+    *,
+    operating_point: tuple[float, float] | None = None,
+    optimum: tuple[float, float] | None = None,
+    title: str | None = None,
+) -> alt.LayerChart:
+    """Draw ETTR against the checkpoint interval with its band and marked points.
+
+    The curve is a line over a log axis of the interval in minutes, with a
+    shaded band between its bounds when the frame has them. A measured
+    operating point is a diamond labelled "measured"; the optimum a dashed
+    vertical rule and a circle labelled "optimum". Both are drawn where given,
+    not read off the curve: a measured ETTR may lie off the model.
+
+    Parameters
+    ----------
+    curve : pl.DataFrame
+        Columns ``interval_h`` (h, > 0; rows <= 0 or null are left out) and
+        ``ettr`` (fraction in [0, 1]), optionally ``ettr_lower`` and
+        ``ettr_upper`` (both or neither, fractions, lower <= ettr <= upper).
+        The output of :func:`relkit.checkpoint.ettr_curve` names its column
+        ``ettr_frac``; it is read as ``ettr`` when ``ettr`` is absent. At most
+        5,000 rows.
+    operating_point : tuple of (float, float), optional
+        ``(interval_h, ettr)`` of the run as measured: interval in hours > 0,
+        ETTR a fraction in [0, 1].
+    optimum : tuple of (float, float), optional
+        ``(interval_h, ettr)`` of the optimal interval, e.g.
+        ``(m.optimal_interval_h, m.ettr_at_optimal)`` of an
+        :class:`relkit.checkpoint.ETTRModel`.
+    title : str, optional
+        Chart title.
+
+    Returns
+    -------
+    altair.LayerChart
+        Layers in order: ``area`` (the band, only with bounds), ``line``
+        (``ettr`` against ``interval_min``), then with ``optimum`` a ``rule``,
+        then with either point a ``point`` layer (shape and colour by
+        ``kind``: "measured" diamond, "optimum" circle) and a ``text`` layer
+        (``label``, e.g. "measured 30 min: ETTR 85.0%"). x "Checkpoint
+        interval (min)" on a log scale, y "ETTR" in percent. The curve's
+        dataset has ``interval_h``, ``interval_min``, ``ettr`` (and the bounds),
+        sorted by interval; the markers' ``kind``, ``interval_h``,
+        ``interval_min``, ``ettr``, ``label``.
+
+    Raises
+    ------
+    SchemaError
+        If ``interval_h`` or ``ettr`` is missing, only one bound is present, an
+        ETTR value is outside [0, 1] (a percentage?), a band misses its
+        estimate, or the frame has over 5,000 rows.
+    InvalidParameterError
+        If a point is not a pair with interval > 0 and ETTR in [0, 1].
+    InsufficientDataError
+        If no row has ``interval_h`` > 0 and a finite ETTR.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> curve = pl.DataFrame(
+    ...     {
+    ...         "interval_h": [0.05, 0.25, 1.0],
+    ...         "ettr": [0.90, 0.86, 0.70],
+    ...         "ettr_lower": [0.88, 0.83, 0.64],
+    ...         "ettr_upper": [0.92, 0.89, 0.75],
+    ...     }
+    ... )
+    >>> chart = ettr_interval_chart(
+    ...     curve, operating_point=(0.5, 0.80), optimum=(0.05, 0.90)
+    ... )
+    >>> spec = chart.to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['area', 'line', 'rule', 'point', 'text']
+    >>> spec["datasets"][spec["layer"][4]["data"]["name"]][0]["label"]
+    'measured 30 min: ETTR 80.0%'
+    """
+    import altair as alt
+
+    where = "ettr_interval_chart"
+    if "ettr" not in curve.columns and "ettr_frac" in curve.columns:
+        curve = curve.rename({"ettr_frac": "ettr"})
+    require_columns(curve, ["interval_h", "ettr"], where=where)
+    _check_rows(
+        curve,
+        where=where,
+        fix="Evaluate the curve on fewer intervals, e.g. "
+        "np.geomspace(1 / 60, 10, 200) hours.",
+    )
+    band = _band_columns(curve, "ettr", where=where)
+    value_cols = ["ettr", *(band or ())]
+    data = (
+        curve.select("interval_h", *value_cols)
+        .with_columns(pl.col(c).cast(pl.Float64) for c in ["interval_h", *value_cols])
+        .filter(
+            pl.col("interval_h").is_finite() & (pl.col("interval_h") > 0),
+            pl.col("ettr").is_finite(),
+        )
+        .sort("interval_h")
+    )
+    _fraction_column(data, value_cols, where=where, hint="Divide percentages by 100.")
+    if data.height == 0:
+        msg = (
+            f"{where}: the curve has no row with interval_h > 0 and a finite ettr "
+            f"({curve.height} rows)."
+        )
+        raise InsufficientDataError(msg)
+    data = data.with_columns((pl.col("interval_h") * 60).alias("interval_min"))
+    data = data.select("interval_h", "interval_min", *value_cols)
+    measured = _point_arg(operating_point, name="operating_point", where=where)
+    best = _point_arg(optimum, name="optimum", where=where)
+    marks = [
+        {
+            "kind": kind,
+            "interval_h": point[0],
+            "interval_min": point[0] * 60,
+            "ettr": point[1],
+            "label": f"{kind} {_format_hours(point[0])}: ETTR {point[1]:.1%}",
+        }
+        for kind, point in (("measured", measured), ("optimum", best))
+        if point is not None
+    ]
+    x = alt.X("interval_min:Q").scale(type="log").title("Checkpoint interval (min)")
+    y = alt.Y("ettr:Q").axis(format="%").title("ETTR")
+    tooltip = [
+        alt.Tooltip("interval_min:Q").format(",.3g").title("interval (min)"),
+        alt.Tooltip("ettr:Q").format(".2%").title("expected ETTR"),
+    ]
+    layers: list[Any] = []
+    if band is not None:
+        layers.append(
+            alt.Chart(data)
+            .mark_area(opacity=0.2, color="#4c78a8")
+            .encode(
+                x=x,
+                y=alt.Y("ettr_lower:Q").axis(format="%").title("ETTR"),
+                y2="ettr_upper:Q",
+                tooltip=[
+                    *tooltip,
+                    alt.Tooltip("ettr_lower:Q").format(".2%").title("lower"),
+                    alt.Tooltip("ettr_upper:Q").format(".2%").title("upper"),
+                ],
+            )
+        )
+    layers.append(
+        alt.Chart(data)
+        .mark_line(strokeWidth=2, color="#4c78a8")
+        .encode(x=x, y=y, tooltip=tooltip)
+    )
+    if marks:
+        points = pl.DataFrame(marks)
+        kinds = points["kind"].to_list()
+        colours = {"measured": "#f58518", "optimum": "#e45756"}
+        shapes = {"measured": "diamond", "optimum": "circle"}
+        if best is not None:
+            layers.append(
+                alt.Chart(points.filter(kind="optimum"))
+                .mark_rule(strokeDash=[4, 3], color=colours["optimum"])
+                .encode(x=x)
+            )
+        colour = (
+            alt.Color("kind:N")
+            .scale(domain=kinds, range=[colours[k] for k in kinds])
+            .title(None)
+            .legend(orient="bottom")
+        )
+        layers.append(
+            alt.Chart(points)
+            .mark_point(filled=True, size=110, opacity=1)
+            .encode(
+                x=x,
+                y=y,
+                color=colour,
+                shape=alt.Shape("kind:N")
+                .scale(domain=kinds, range=[shapes[k] for k in kinds])
+                .title(None)
+                .legend(orient="bottom"),
+                tooltip=[
+                    alt.Tooltip("kind:N").title("point"),
+                    alt.Tooltip("interval_min:Q")
+                    .format(",.3g")
+                    .title("interval (min)"),
+                    alt.Tooltip("ettr:Q").format(".2%").title("ETTR"),
+                ],
+            )
+        )
+        layers.append(
+            alt.Chart(points)
+            .mark_text(align="left", dx=8, dy=-10)
+            .encode(x=x, y=y, text="label:N", color=colour)
+        )
+    return alt.layer(*layers, title=_title(title))

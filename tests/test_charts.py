@@ -8,6 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+import relkit
 from relkit import charts
 from relkit.errors import InsufficientDataError, InvalidParameterError, SchemaError
 
@@ -628,3 +629,131 @@ def test_badput_waterfall_caps_runs_and_errors() -> None:
         charts.badput_waterfall_chart(many, run_id="run-00", unit="d")  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match="max_runs"):
         charts.badput_waterfall_chart(many, max_runs=0)
+
+
+# --- ETTR against the checkpoint interval, with bounds -------------------------
+
+
+@pytest.fixture
+def banded_curve() -> pl.DataFrame:
+    """Kokolis model, 2,000 nodes, u0 = 5 min, w = 0: ETTR 0.9323 at 5 min and
+    0.684 at 60 min (shared/reference/ettr_model.csv rows `fixed`), with a band
+    from the rate ±15 %."""
+    intervals_h = [5 / 60, 0.25, 1.0]
+
+    def ettr(rate: float) -> list[float]:
+        return [
+            relkit.expected_ettr(
+                n_nodes=2000,
+                failures_per_node_day=rate,
+                restart_h=5 / 60,
+                interval_h=dt,
+            )
+            for dt in intervals_h
+        ]
+
+    return pl.DataFrame(
+        {
+            "interval_h": [1.0, 5 / 60, 0.25],  # unsorted on purpose
+            "ettr": [ettr(6.5e-3)[i] for i in (2, 0, 1)],
+            "ettr_lower": [ettr(6.5e-3 * 1.15)[i] for i in (2, 0, 1)],
+            "ettr_upper": [ettr(6.5e-3 * 0.85)[i] for i in (2, 0, 1)],
+        }
+    )
+
+
+def test_ettr_interval_chart_band_measured_and_optimum(banded_curve) -> None:
+    chart = charts.ettr_interval_chart(
+        banded_curve,
+        operating_point=(0.5, 0.80),
+        optimum=(5 / 60, 0.9323),
+        title="ETTR vs interval",
+    )
+    spec = roundtrip(chart)
+    band, line, rule, point, text = spec["layer"]
+    assert [lay["mark"]["type"] for lay in spec["layer"]] == [
+        "area",
+        "line",
+        "rule",
+        "point",
+        "text",
+    ]
+    assert spec["title"] == "ETTR vs interval"
+    for layer in (band, line, rule, point, text):
+        x = layer["encoding"]["x"]
+        assert x["field"] == "interval_min"
+        assert x["scale"] == {"type": "log"}
+        assert x["title"] == "Checkpoint interval (min)"
+    assert (band["encoding"]["y"]["field"], band["encoding"]["y2"]["field"]) == (
+        "ettr_lower",
+        "ettr_upper",
+    )
+    assert line["encoding"]["y"]["field"] == "ettr"
+    assert line["encoding"]["y"]["axis"]["format"] == "%"
+    curve = spec["datasets"][line["data"]["name"]]
+    assert band["data"] == line["data"]
+    assert [r["interval_min"] for r in curve] == pytest.approx([5, 15, 60])
+    assert curve[0]["ettr"] == pytest.approx(0.9323, abs=5e-5)
+    assert curve[2]["ettr"] == pytest.approx(0.684, abs=5e-4)
+    for r in curve:
+        assert r["ettr_lower"] < r["ettr"] < r["ettr_upper"]
+    marks = spec["datasets"][point["data"]["name"]]
+    assert [(m["kind"], m["interval_min"], m["ettr"], m["label"]) for m in marks] == [
+        ("measured", 30.0, 0.80, "measured 30 min: ETTR 80.0%"),
+        ("optimum", pytest.approx(5.0), 0.9323, "optimum 5 min: ETTR 93.2%"),
+    ]
+    # the rule stands at the optimum only
+    assert [m["kind"] for m in spec["datasets"][rule["data"]["name"]]] == ["optimum"]
+    assert rule["mark"]["strokeDash"] == [4, 3]
+    shape = point["encoding"]["shape"]["scale"]
+    assert dict(zip(shape["domain"], shape["range"], strict=True)) == {
+        "measured": "diamond",
+        "optimum": "circle",
+    }
+    assert point["encoding"]["color"]["field"] == "kind"
+    assert text["encoding"]["text"]["field"] == "label"
+
+
+def test_ettr_interval_chart_reads_ettr_curve_output() -> None:
+    """relkit.checkpoint.ettr_curve names its column ettr_frac: read as ettr."""
+    curve = relkit.ettr_curve(
+        n_nodes=2000,
+        failures_per_node_day=6.5e-3,
+        restart_h=5 / 60,
+        cost_h=0.0,
+        intervals_h=[5 / 60, 1.0],
+    )
+    spec = roundtrip(charts.ettr_interval_chart(curve))
+    assert [lay["mark"]["type"] for lay in spec["layer"]] == ["line"]
+    rows = dataset(spec)
+    assert [r["ettr"] for r in rows] == curve["ettr_frac"].to_list()
+    only_measured = charts.ettr_interval_chart(curve, operating_point=(1.0, 0.7))
+    spec = roundtrip(only_measured)
+    assert [lay["mark"]["type"] for lay in spec["layer"]] == ["line", "point", "text"]
+
+
+def test_ettr_interval_chart_errors(banded_curve) -> None:
+    with pytest.raises(SchemaError, match="both ettr_lower and ettr_upper"):
+        charts.ettr_interval_chart(banded_curve.drop("ettr_upper"))
+    with pytest.raises(SchemaError, match=r"fraction in \[0, 1\].*Divide"):
+        charts.ettr_interval_chart(
+            banded_curve.with_columns(pl.col("ettr", "ettr_upper") * 100)
+        )
+    swapped = banded_curve.rename({"ettr_lower": "ettr_upper", "ettr_upper": "x"})
+    with pytest.raises(SchemaError, match="contain its estimate"):
+        charts.ettr_interval_chart(swapped.rename({"x": "ettr_lower"}))
+    with pytest.raises(SchemaError, match="interval_h"):
+        charts.ettr_interval_chart(banded_curve.drop("interval_h"))
+    with pytest.raises(InsufficientDataError, match="no row with interval_h > 0"):
+        charts.ettr_interval_chart(banded_curve.with_columns(interval_h=pl.lit(0.0)))
+    with pytest.raises(SchemaError, match="5,000"):
+        charts.ettr_interval_chart(pl.concat([banded_curve] * 1667))
+    for bad, match in [
+        ((0.0, 0.5), "operating_point"),
+        ((1.0, 1.5), r"operating_point\[1\] \(ettr\)"),
+        ((1.0,), "must be \\(interval_h, ettr\\)"),
+    ]:
+        with pytest.raises(InvalidParameterError, match=match):
+            charts.ettr_interval_chart(banded_curve, operating_point=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="optimum"):
+        charts.ettr_interval_chart(banded_curve, optimum=(float("nan"), 0.9))
