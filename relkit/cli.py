@@ -624,10 +624,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--kind",
         required=True,
-        choices=("events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s"),
+        choices=(
+            "events",
+            "assets",
+            "lanl",
+            "kernel",
+            "nvsmi",
+            "sacct",
+            "k8s",
+            "checkpoints",
+        ),
         help="normalised events or assets CSV/Parquet, the LANL failure data, "
         "kernel/syslog logs (file, .gz or directory), nvidia-smi -q snapshots, "
-        "Slurm sacct -P dumps, or Kubernetes pod/job JSON",
+        "Slurm sacct -P dumps, Kubernetes pod/job JSON, or a training run's "
+        "checkpoint/step log (JSON Lines, or CSV of ts,job_id|run_id,step,save_s)",
     )
     p.add_argument(
         "--tz", help="IANA zone of zone-less timestamps, e.g. UTC or America/Denver"

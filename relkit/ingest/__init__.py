@@ -5,8 +5,10 @@ dispatches to :func:`read_events`, :func:`read_assets` (normalised CSV/Parquet
 tables), :func:`read_lanl` (the public LANL failure records),
 :func:`read_kernel` (dmesg / syslog / journald / kmsg lines) and
 :func:`read_nvsmi` (``nvidia-smi -q`` snapshots), :func:`read_sacct` (Slurm
-``sacct -P`` dumps) and :func:`read_k8s` (Kubernetes pod and job JSON);
-:func:`read_path` also takes a directory of kernel logs. Every input
+``sacct -P`` dumps), :func:`read_k8s` (Kubernetes pod and job JSON) and
+:func:`read_checkpoints` (a training run's checkpoint and step log, JSON Lines
+or a CSV of checkpoint times); :func:`read_path` also takes a directory of
+kernel logs. Every input
 record ends up as a row or in ``rejects`` with a reason; a file whose bytes were
 already ingested as the same kind is skipped, and a file that changed since it
 was read from the same path is refused unless ``replace=True`` (``--replace``).
@@ -20,6 +22,7 @@ from typing import Literal
 from relkit.errors import IngestError
 from relkit.ingest._common import IngestResult
 from relkit.ingest._hostlist import expand_hostlist
+from relkit.ingest.checkpoints import looks_like_checkpoints, read_checkpoints
 from relkit.ingest.k8s import read_k8s
 from relkit.ingest.kernel import read_kernel
 from relkit.ingest.nvsmi import read_nvsmi
@@ -33,8 +36,10 @@ __all__ = [
     "KINDS",
     "IngestResult",
     "expand_hostlist",
+    "looks_like_checkpoints",
     "parse_job_ids",
     "read_assets",
+    "read_checkpoints",
     "read_cluster_summary",
     "read_events",
     "read_file",
@@ -49,9 +54,11 @@ __all__ = [
 ]
 
 #: Kinds :func:`read_file` understands.
-KINDS = ("events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s")
+KINDS = ("events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s", "checkpoints")
 
-Kind = Literal["events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s"]
+Kind = Literal[
+    "events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s", "checkpoints"
+]
 
 
 def read_file(
@@ -78,15 +85,19 @@ def read_file(
         Open, writable store.
     path : str or Path
         The file to read.
-    kind : {"events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s"}
-        What the file holds: a normalised events table, an assets table, the
-        LANL failure records (LA-UR-05-7318), a kernel/syslog log,
-        ``nvidia-smi -q`` snapshots, a Slurm ``sacct -P`` dump, or Kubernetes
-        pod/job JSON (``kubectl get -o json``).
+    kind : str
+        What the file holds, one of :data:`KINDS`: ``events`` (a normalised
+        events table), ``assets`` (an assets table), ``lanl`` (the LANL
+        failure records, LA-UR-05-7318), ``kernel`` (a kernel/syslog log),
+        ``nvsmi`` (``nvidia-smi -q`` snapshots), ``sacct`` (a Slurm ``sacct
+        -P`` dump), ``k8s`` (Kubernetes pod/job JSON, ``kubectl get -o
+        json``) or ``checkpoints`` (a training run's checkpoint and step log:
+        JSON Lines, or a CSV of checkpoint times; see
+        :func:`read_checkpoints`).
     tz : str, optional
-        IANA zone of zone-less timestamps in ``events``/``assets`` files (e.g.
-        ``"UTC"``). The LANL times are always America/Denver; another ``tz`` is
-        an error for ``kind="lanl"``.
+        IANA zone of zone-less timestamps in ``events``/``assets``/
+        ``checkpoints`` files (e.g. ``"UTC"``). The LANL times are always
+        America/Denver; another ``tz`` is an error for ``kind="lanl"``.
     replace : bool, default False
         Re-read the file although it was ingested before (``--replace``): the
         rows of every earlier source of ``kind`` with the same resolved path or
@@ -134,7 +145,9 @@ def read_file(
         (e.g. ``host`` for ``sacct``: it would be ignored); the file is missing,
         a directory or unreadable;
         its bytes or header do not fit ``kind`` (the message names the expected
-        header and suggests the right ``--kind``); zone-less timestamps come
+        header and suggests the right ``--kind``; for a file of another kind
+        that :func:`looks_like_checkpoints`, ``--kind checkpoints``); zone-less
+        timestamps come
         without ``tz``; or, without ``replace``, a file read from the same path
         before has changed since (re-ingesting it would count its old rows
         twice; the message names the earlier source).
@@ -178,6 +191,52 @@ def read_file(
         snapshot_ts=snapshot_ts,
         fields=fields,
     )
+    if kind == "checkpoints":
+        return read_checkpoints(store, path, tz=tz, replace=replace, as_of=as_of)
+    try:
+        return _read_other(
+            store,
+            path,
+            kind=kind,
+            tz=tz,
+            replace=replace,
+            reference_date=reference_date,
+            host=host,
+            host_from_filename=host_from_filename,
+            pseudonymize=pseudonymize,
+            pseudonym_key_file=pseudonym_key_file,
+            snapshot_ts=snapshot_ts,
+            as_of=as_of,
+            fields=fields,
+        )
+    except IngestError as exc:
+        if type(exc) is not IngestError or not looks_like_checkpoints(path):
+            raise
+        msg = (
+            f"{exc.reason} This file looks like a training run's checkpoint/step "
+            "log (JSON Lines with event and ts, or a table of ts and job_id/run_id): "
+            "use --kind checkpoints."
+        )
+        raise IngestError(exc.path, msg, line_no=exc.line_no) from exc
+
+
+def _read_other(
+    store: Store,
+    path: str | Path,
+    *,
+    kind: str,
+    tz: str | None,
+    replace: bool,
+    reference_date: str | dt.date | None,
+    host: str | None,
+    host_from_filename: bool,
+    pseudonymize: bool,
+    pseudonym_key_file: str | Path | None,
+    snapshot_ts: str | dt.datetime | None,
+    as_of: str | dt.datetime | None,
+    fields: Sequence[str] | str | None,
+) -> IngestResult:
+    """Dispatch :func:`read_file` to the reader of a kind other than checkpoints."""
     if kind == "events":
         return read_events(store, path, tz=tz, replace=replace, as_of=as_of)
     if kind == "assets":
@@ -257,8 +316,8 @@ def read_path(
         Open, writable store.
     path : str or Path
         A file; with ``kind="kernel"`` also a directory (each file its own source).
-    kind : {"events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s"}
-        What the file holds (see :func:`read_file`).
+    kind : str
+        One of :data:`KINDS`: what the file holds (see :func:`read_file`).
     tz : str, optional
         IANA zone of zone-less timestamps.
     replace : bool, default False
@@ -343,7 +402,10 @@ def read_path(
 #: kinds that read them; any other kind would ignore them, so it refuses them.
 _OPTION_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     # Kubernetes times are RFC 3339 with a zone: a --tz would change nothing
-    "tz": ("--tz", ("events", "assets", "lanl", "kernel", "nvsmi", "sacct")),
+    "tz": (
+        "--tz",
+        ("events", "assets", "lanl", "kernel", "nvsmi", "sacct", "checkpoints"),
+    ),
     "reference_date": ("--reference-date", ("kernel",)),
     "host": ("--host", ("kernel", "nvsmi")),
     "host_from_filename": ("--host-from-filename", ("kernel",)),
