@@ -200,16 +200,23 @@ def test_csv_of_checkpoint_times(store: Store, tmp_path: Path) -> None:
 
 def test_parquet_table_and_tz(store: Store, tmp_path: Path) -> None:
     """The table form as Parquet, with zone-less times read in --tz: 09:00 in
-    Europe/Berlin (CET, +01:00) is 08:00 UTC."""
+    Europe/Berlin (CET, +01:00) is 08:00 UTC. A float step column (as Parquet
+    writers make of a column with nulls) is whole at 500.0, rejected at 1.5."""
     path = tmp_path / "ck.parquet"
     pl.DataFrame(
-        {"run_id": ["r1"], "ts": ["2025-01-10 09:00:00"], "step": [500]}
+        {
+            "run_id": ["r1", "r1"],
+            "ts": ["2025-01-10 09:00:00", "2025-01-10 10:00:00"],
+            "step": [500.0, 1.5],
+        }
     ).write_parquet(path)
     assert looks_like_checkpoints(path)
     result = read_checkpoints(store, path, tz="Europe/Berlin")
-    assert (result.n_loaded, result.n_rejected) == (1, 0)
+    assert (result.n_loaded, result.n_rejected) == (1, 1)
     row = store.table("checkpoints").row(0, named=True)
     assert (row["run_id"], row["ts"], row["step"]) == ("r1", utc(2025, 1, 10, 8), 500)
+    assert _reasons(store) == {2: "step is not a whole number: '1.5'"}
+    assert _options(store)["format"] == "parquet"
 
 
 def test_table_without_run_or_ts_is_refused_with_the_right_kind(

@@ -102,7 +102,7 @@ _STEP_EVENTS = ("step_start", "step_end")
 _CHECKPOINT_KINDS = ("checkpoint_save_start", "checkpoint_saved", "checkpoint_restored")
 _INT32_MAX = 2**31 - 1  # checkpoints.attempt is an INTEGER column
 _INT64_MAX = 2**63 - 1
-_DIGITS = re.compile(r"\s*\+?\d+\s*")
+_DIGITS = re.compile(r"\s*\+?\d+(?:\.0*)?\s*")  # "90", "90.0" (Parquet floats)
 #: Why a blank line of a JSON Lines file is not a record (``ignored.reason``).
 BLANK = "blank line"
 
@@ -153,7 +153,7 @@ def _show(value: object) -> str:
 
 
 def _whole(rec: dict[str, Any], field: str, hi: int) -> tuple[int | None, str | None]:
-    """Read a whole number 0..hi (JSON integer, ``4.0``, or digits as text)."""
+    """Read a whole number 0..hi (JSON integer, ``4.0``, or ``"4"``/``"4.0"``)."""
     value = rec.get(field)
     if value is None:
         return None, None
@@ -162,10 +162,10 @@ def _whole(rec: dict[str, Any], field: str, hi: int) -> tuple[int | None, str | 
         n = None
     elif isinstance(value, int):
         n = value
-    elif (isinstance(value, float) and value.is_integer()) or (
-        isinstance(value, str) and _DIGITS.fullmatch(value)
-    ):
+    elif isinstance(value, float) and value.is_integer():
         n = int(value)
+    elif isinstance(value, str) and _DIGITS.fullmatch(value):
+        n = int(value.strip().removeprefix("+").split(".")[0])
     if n is None:
         return None, f"{field} is not a whole number: {_show(value)}"
     if not 0 <= n <= hi:
