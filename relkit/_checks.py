@@ -20,6 +20,22 @@ def checked(
 
 
 def whole_nodes(value: object) -> int:
+    """Return value as int if it is a whole number of nodes >= 1, else raise."""
+    return whole(value, "n_nodes", what=" (nodes, e.g. GPUs // 8)")
+
+
+def fraction(value: object, name: str) -> float:
+    """Return value as float if it is a finite number in [0, 1], else raise."""
+    is_number = isinstance(value, Real) and not isinstance(value, bool)
+    x = float(value) if is_number else math.nan  # type: ignore[arg-type]
+    if not (math.isfinite(x) and 0.0 <= x <= 1.0):
+        msg = f"{name} must be a fraction in [0, 1]; got {value!r}."
+        raise InvalidParameterError(msg)
+    return x
+
+
+def whole(value: object, name: str, *, minimum: int = 1, what: str = "") -> int:
+    """Return value as int if it is a whole number >= minimum, else raise."""
     ok = not isinstance(value, bool) and (
         isinstance(value, Integral)
         or (
@@ -28,10 +44,7 @@ def whole_nodes(value: object) -> int:
             and float(value).is_integer()
         )
     )
-    if not ok or int(value) < 1:  # type: ignore[call-overload]
-        msg = (
-            f"n_nodes must be a whole number >= 1 (nodes, e.g. GPUs // 8); "
-            f"got {value!r}."
-        )
+    if not ok or int(value) < minimum:  # type: ignore[call-overload]
+        msg = f"{name} must be a whole number >= {minimum}{what}; got {value!r}."
         raise InvalidParameterError(msg)
     return int(value)  # type: ignore[call-overload]

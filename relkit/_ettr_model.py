@@ -14,7 +14,14 @@ from relkit._checks import checked as _checked
 from relkit._checks import whole_nodes as _n_nodes
 from relkit.errors import InvalidParameterError
 
-__all__ = ["ETTRModel", "ettr_curve", "ettr_model", "expected_ettr"]
+__all__ = [
+    "ETTRModel",
+    "ettr_curve",
+    "ettr_model",
+    "ettr_value",
+    "expected_ettr",
+    "optimal_interval",
+]
 
 
 def _ettr_args(
@@ -22,9 +29,11 @@ def _ettr_args(
     failures_per_node_day: object,
     restart_h: object,
     cost_h: object,
+    queue_h: object = 0.0,
     *,
     positive_rate: bool,
 ) -> tuple[float, float, float]:
+    """Return (λ per hour, u₀ + q in hours, w in hours) after checking them."""
     n = _n_nodes(n_nodes)
     rate = _checked(
         failures_per_node_day,
@@ -40,6 +49,7 @@ def _ettr_args(
         raise InvalidParameterError(msg)
     u0 = _checked(restart_h, "restart_h", strict=False)
     w = _checked(cost_h, "cost_h", strict=False)
+    q = _checked(queue_h, "queue_h", strict=False)
     lam = n * rate / 24.0
     if positive_rate and not (lam > 0.0 and math.isfinite(1.0 / lam)):
         msg = (
@@ -47,33 +57,50 @@ def _ettr_args(
             "a job MTTF too long to represent as a float; use a larger rate."
         )
         raise InvalidParameterError(msg)
-    return lam, u0, w
+    return lam, u0 + q, w
 
 
-def _ettr(lam: float, u0: float, dt: float, w: float) -> float:
-    value = (1.0 - lam * (u0 + dt / 2.0)) / (1.0 + w / dt)
+def ettr_value(
+    lam: float, per_failure_h: float, dt: float, w: float, *, lost_factor: float = 1.0
+) -> float:
+    """Return the first-order E[ETTR], clipped to [0, 1].
+
+    ``(1 − λ(a + m·Δt/2)) / (1 + w/Δt)`` with a = u₀ + q hours paid per
+    failure and m the work lost per failure in half-intervals (1 for one
+    level; with m = 1.0 the value is bit for bit the one-level model).
+    """
+    value = (1.0 - lam * (per_failure_h + dt / 2.0 * lost_factor)) / (1.0 + w / dt)
     return 0.0 if math.isnan(value) or value <= 0.0 else min(1.0, value)
 
 
-def _optimum(lam: float, u0: float, w: float) -> tuple[float, float]:
-    head = 1.0 - lam * u0
+def optimal_interval(
+    lam: float, per_failure_h: float, w: float, *, lost_factor: float = 1.0
+) -> tuple[float, float]:
+    """Return (Δt*, E[ETTR] at Δt*) of :func:`ettr_value`, hours.
+
+    Δt* = √(w² + 2w(1 − λa)/(λm)) − w, its exact maximiser; (0, 0) when
+    λa >= 1 and (0, 1 − λa) when w = 0 (the limit Δt → 0).
+    """
+    head = 1.0 - lam * per_failure_h
     if head <= 0.0:
         return 0.0, 0.0
     if w == 0.0:
         return 0.0, head
-    # sqrt(w^2 + a) - w with a = 2 w head / lam, rationalised to avoid cancellation
-    a = 2.0 * w * head / lam
+    # sqrt(w^2 + a) - w with a = 2 w head / (lam m), rationalised against
+    # cancellation; m = 1.0 leaves lam * m == lam exactly
+    lam_m = lam * lost_factor
+    a = 2.0 * w * head / lam_m
     if a > 0.0:
         dt = a / (math.sqrt(w * w + a) + w)
     else:  # 2 w head / lam underflowed (w near the smallest float): dt ~ sqrt(a)
-        dt = math.sqrt(2.0 * w) * math.sqrt(head / lam)
+        dt = math.sqrt(2.0 * w) * math.sqrt(head / lam_m)
     if not (math.isfinite(dt) and dt > 0.0):
         msg = (
             f"the optimal interval is out of floating-point range (w={w!r} h, "
             f"MTTF={1.0 / lam!r} h); check the units of cost_h and the rate."
         )
         raise InvalidParameterError(msg)
-    return dt, _ettr(lam, u0, dt, w)
+    return dt, ettr_value(lam, per_failure_h, dt, w, lost_factor=lost_factor)
 
 
 def expected_ettr(
@@ -83,6 +110,7 @@ def expected_ettr(
     restart_h: float,
     interval_h: float,
     cost_h: float = 0.0,
+    queue_h: float = 0.0,
 ) -> float:
     r"""Compute the expected ETTR of a job (Kokolis et al. first-order model).
 
@@ -98,6 +126,9 @@ def expected_ettr(
         Checkpoint interval Δt in hours, > 0.
     cost_h : float, default 0.0
         Blocking checkpoint write w in hours, >= 0.
+    queue_h : float, default 0.0
+        Queue wait q in hours, >= 0: how long each interruption waits in the
+        queue before the next attempt starts, paid per failure like u₀.
 
     Returns
     -------
@@ -117,13 +148,15 @@ def expected_ettr(
     .. math::
 
         E[\mathrm{ETTR}] \approx
-        \frac{1 - \lambda\,(u_0 + \Delta t/2)}{1 + w/\Delta t}
+        \frac{1 - \lambda\,(u_0 + q + \Delta t/2)}{1 + w/\Delta t}
 
     assuming Poisson failures and that each failure loses half an interval of
-    work plus u₀. This first-order model breaks down when
-    :math:`\lambda(u_0 + \Delta t/2) \ge 1` (failures as frequent as the
-    restart-plus-rework they cause); the value is then clipped at 0 instead
-    of going negative.
+    work plus u₀ and the queue wait q (the ETTR of Kokolis et al. divides by
+    the run's wall time, queue waits between attempts included; with q = 0
+    this is their model exactly). This first-order model breaks down when
+    :math:`\lambda(u_0 + q + \Delta t/2) \ge 1` (failures as frequent as
+    the restart-plus-rework they cause); the value is then clipped at 0
+    instead of going negative.
 
     References
     ----------
@@ -144,12 +177,32 @@ def expected_ettr(
     ...     3,
     ... )
     0.684
+
+    The same job waiting 10 min in the queue after each interruption:
+    1 − 0.5417·(5 + 10 + 30)/60.
+
+    >>> round(
+    ...     expected_ettr(
+    ...         n_nodes=2000,
+    ...         failures_per_node_day=6.5e-3,
+    ...         restart_h=5 / 60,
+    ...         interval_h=1.0,
+    ...         queue_h=10 / 60,
+    ...     ),
+    ...     5,
+    ... )
+    0.59375
     """
-    lam, u0, w = _ettr_args(
-        n_nodes, failures_per_node_day, restart_h, cost_h, positive_rate=False
+    lam, a, w = _ettr_args(
+        n_nodes,
+        failures_per_node_day,
+        restart_h,
+        cost_h,
+        queue_h,
+        positive_rate=False,
     )
     dt = _checked(interval_h, "interval_h")
-    return _ettr(lam, u0, dt, w)
+    return ettr_value(lam, a, dt, w)
 
 
 @dataclass(frozen=True)
@@ -164,7 +217,7 @@ class ETTRModel:
         Expected ETTR at the given interval, in [0, 1].
     optimal_interval_h : float
         Interval Δt* maximising the expected ETTR, hours (0.0 when w = 0 or
-        when the model has broken down, λu₀ >= 1).
+        when the model has broken down, λ(u₀ + q) >= 1).
     ettr_at_optimal : float
         Expected ETTR at ``optimal_interval_h`` (its limit when that is 0).
     """
@@ -192,6 +245,7 @@ def ettr_model(
     restart_h: float,
     interval_h: float,
     cost_h: float = 0.0,
+    queue_h: float = 0.0,
 ) -> ETTRModel:
     r"""Compute the expected ETTR, the job MTTF and the optimal interval.
 
@@ -207,6 +261,9 @@ def ettr_model(
         Checkpoint interval Δt in hours, > 0.
     cost_h : float, default 0.0
         Blocking checkpoint write w in hours, >= 0.
+    queue_h : float, default 0.0
+        Queue wait q in hours, >= 0: how long each interruption waits in the
+        queue before the next attempt starts, paid per failure like u₀.
 
     Returns
     -------
@@ -226,13 +283,15 @@ def ettr_model(
 
     .. math::
 
-        \Delta t^* = \sqrt{w^2 + 2w(1-\lambda u_0)/\lambda} - w
+        \Delta t^* = \sqrt{w^2 + 2w(1-\lambda (u_0 + q))/\lambda} - w
 
-    (close to Young's :math:`\sqrt{2w/\lambda}`). With w = 0 the ETTR rises
-    as Δt → 0: ``optimal_interval_h`` is 0.0 and ``ettr_at_optimal`` the
-    limit :math:`1 - \lambda u_0`. When :math:`\lambda u_0 \ge 1` the
-    restarts alone exceed the MTTF, the model predicts no progress at any
-    interval, and both are 0.0.
+    (close to Young's :math:`\sqrt{2w/\lambda}`; setting the derivative of
+    the expression to 0 gives a quadratic in Δt whose positive root this
+    is). With w = 0 the ETTR rises as Δt → 0: ``optimal_interval_h`` is 0.0
+    and ``ettr_at_optimal`` the limit :math:`1 - \lambda (u_0 + q)`. When
+    :math:`\lambda (u_0 + q) \ge 1` the restarts and queue waits alone
+    exceed the MTTF, the model predicts no progress at any interval, and both
+    are 0.0.
 
     References
     ----------
@@ -254,14 +313,19 @@ def ettr_model(
     >>> round(m.optimal_interval_h * 60, 4), round(m.ettr_at_optimal, 4)
     (9.6697, 0.8644)
     """
-    lam, u0, w = _ettr_args(
-        n_nodes, failures_per_node_day, restart_h, cost_h, positive_rate=True
+    lam, a, w = _ettr_args(
+        n_nodes,
+        failures_per_node_day,
+        restart_h,
+        cost_h,
+        queue_h,
+        positive_rate=True,
     )
     dt = _checked(interval_h, "interval_h")
-    best_dt, best = _optimum(lam, u0, w)
+    best_dt, best = optimal_interval(lam, a, w)
     return ETTRModel(
         mttf_h=1.0 / lam,
-        ettr=_ettr(lam, u0, dt, w),
+        ettr=ettr_value(lam, a, dt, w),
         optimal_interval_h=best_dt,
         ettr_at_optimal=best,
     )
@@ -273,6 +337,7 @@ def ettr_curve(
     failures_per_node_day: float,
     restart_h: float,
     cost_h: float,
+    queue_h: float = 0.0,
     intervals_h: Sequence[float] | np.ndarray | None = None,
 ) -> pl.DataFrame:
     r"""Tabulate expected ETTR against the checkpoint interval.
@@ -287,6 +352,8 @@ def ettr_curve(
         Restart overhead u₀ in hours, >= 0.
     cost_h : float
         Blocking checkpoint write w in hours, >= 0.
+    queue_h : float, default 0.0
+        Queue wait q per interruption in hours, >= 0 (see :func:`expected_ettr`).
     intervals_h : sequence of float, optional
         Intervals Δt in hours (each > 0, at most 400). Default: 400 log-spaced
         points from min(MTTF/10⁴, Δt*/10) to 2·MTTF, which spans the optimum
@@ -324,16 +391,17 @@ def ettr_curve(
     >>> curve.height, round(curve["ettr_frac"].max(), 4)
     (400, 0.8644)
     """
-    lam, u0, w = _ettr_args(
+    lam, a, w = _ettr_args(
         n_nodes,
         failures_per_node_day,
         restart_h,
         cost_h,
+        queue_h,
         positive_rate=intervals_h is None,
     )
     if intervals_h is None:
         mttf = 1.0 / lam
-        best_dt, _ = _optimum(lam, u0, w)
+        best_dt, _ = optimal_interval(lam, a, w)
         low = min(mttf * 1e-4, best_dt / 10.0) if best_dt > 0 else mttf * 1e-4
         grid = np.geomspace(low, 2.0 * mttf, 399)
         if best_dt > 0:
@@ -357,7 +425,7 @@ def ettr_curve(
     return pl.DataFrame(
         {
             "interval_h": values,
-            "ettr_frac": [_ettr(lam, u0, float(v), w) for v in values],
+            "ettr_frac": [ettr_value(lam, a, float(v), w) for v in values],
         },
         schema={"interval_h": pl.Float64, "ettr_frac": pl.Float64},
     )

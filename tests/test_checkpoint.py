@@ -536,3 +536,66 @@ def test_denormal_checkpoint_cost_does_not_underflow() -> None:
     )
     assert 0.0 < model.optimal_interval_h < 1e-150
     assert model.ettr_at_optimal == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- the queue term
+
+
+def test_queue_zero_is_todays_model_exactly() -> None:
+    """queue_h = 0 (the default) leaves every number of the model bit for bit."""
+    kw = {
+        "n_nodes": 2048,
+        "failures_per_node_day": 6.5e-3,
+        "restart_h": 5 / 60,
+        "interval_h": 10.4006 / 60,
+        "cost_h": 0.5 / 60,
+    }
+    assert expected_ettr(**kw, queue_h=0.0) == expected_ettr(**kw)
+    assert ettr_model(**kw, queue_h=0.0) == ettr_model(**kw)
+    curve_kw = {k: v for k, v in kw.items() if k != "interval_h"}
+    assert ettr_curve(**curve_kw, queue_h=0.0).equals(ettr_curve(**curve_kw))
+
+
+def test_queue_is_paid_per_failure_like_the_restart() -> None:
+    """Hand computation: 2,000 nodes at 6.5e-3 (λ = 0.541667/h), Δt = 1 h, u₀ = 5 min,
+    q = 10 min, w = 0: 1 − 0.541667·(5/60 + 10/60 + 1/2) = 0.59375.
+
+    The queue wait adds to u₀ in every term, so the model with (u₀, q) equals the
+    one with (u₀ + q, 0), and the optimum uses u₀ + q.
+    """
+    kw = {"n_nodes": 2000, "failures_per_node_day": 6.5e-3, "interval_h": 1.0}
+    got = expected_ettr(**kw, restart_h=5 / 60, queue_h=10 / 60)
+    assert got == pytest.approx(0.59375, rel=1e-12)
+    lam = 2000 * 6.5e-3 / 24
+    u0, q, w = 5 / 60, 10 / 60, 0.5 / 60
+    with_q = ettr_model(**kw, restart_h=u0, queue_h=q, cost_h=w)
+    folded = ettr_model(**kw, restart_h=u0 + q, cost_h=w)
+    assert with_q == folded
+    # Δt* = sqrt(w² + 2w(1 − λ(u₀+q))/λ) − w, by hand
+    hand = math.sqrt(w * w + 2 * w * (1 - lam * (u0 + q)) / lam) - w
+    assert with_q.optimal_interval_h == pytest.approx(hand, rel=1e-12)
+    assert (
+        with_q.ettr_at_optimal
+        < ettr_model(**kw, restart_h=u0, cost_h=w).ettr_at_optimal
+    )
+    curve = ettr_curve(
+        n_nodes=2000,
+        failures_per_node_day=6.5e-3,
+        restart_h=u0,
+        cost_h=w,
+        queue_h=q,
+    )
+    assert curve["ettr_frac"].max() == pytest.approx(with_q.ettr_at_optimal, rel=1e-15)
+
+
+def test_queue_must_be_a_duration() -> None:
+    base = {
+        "n_nodes": 16,
+        "failures_per_node_day": 1e-3,
+        "restart_h": 0.1,
+        "interval_h": 1.0,
+        "cost_h": 0.01,
+    }
+    for bad in (-0.1, float("nan"), None, "1"):
+        with pytest.raises(InvalidParameterError, match=r"queue_h .*>= 0"):
+            expected_ettr(**base, queue_h=bad)  # type: ignore[arg-type]
