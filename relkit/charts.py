@@ -30,6 +30,7 @@ __all__ = [
     "enable_theme",
     "ettr_chart",
     "ettr_interval_chart",
+    "ettr_scale_chart",
     "events_timeline_chart",
     "kaplan_meier_chart",
     "mtbf_chart",
@@ -1436,5 +1437,243 @@ def ettr_interval_chart(
             alt.Chart(points)
             .mark_text(align="left", dx=8, dy=-10)
             .encode(x=x, y=y, text="label:N", color=colour)
+        )
+    return alt.layer(*layers, title=_title(title))
+
+
+#: published ``kind`` -> point shape (other kinds get squares)
+_PUBLISHED_SHAPES = {
+    "observed, lower bound": "triangle-up",
+    "observed": "circle",
+    "model": "diamond",
+}
+
+
+def _log2_axis(
+    low: float, high: float, *, max_ticks: int = 10
+) -> tuple[list[int], list[int]]:
+    """Domain [2^a, 2^b] around low..high, ticks at every step-th power of two.
+
+    b is raised to the next tick when the step is above 1, so both ends are
+    labelled.
+    """
+    first, last = math.floor(math.log2(low)), math.ceil(math.log2(high))
+    last = max(last, first + 1)
+    step = max(1, math.ceil((last - first + 1) / max_ticks))
+    last = first + math.ceil((last - first) / step) * step
+    return [2**first, 2**last], [2**k for k in range(first, last + 1, step)]
+
+
+def ettr_scale_chart(
+    sweep: pl.DataFrame,
+    *,
+    series: str | None = None,
+    published: pl.DataFrame | None = None,
+    title: str | None = None,
+) -> alt.LayerChart:
+    """Draw expected ETTR against the GPU count, with published values overlaid.
+
+    One line (with a point per GPU count) per series over a base-2 log axis of the
+    GPU count, a shaded band between the bounds when the sweep has them, and
+    the published values as black points whose shape says their kind (a
+    triangle for a lower bound) and whose tooltip names the source and the
+    conditions.
+
+    Parameters
+    ----------
+    sweep : pl.DataFrame
+        Columns ``gpus`` (> 0; rows <= 0 or null are left out) and
+        ``expected_ettr`` (fraction in [0, 1]), optionally
+        ``expected_ettr_lower`` and ``expected_ettr_upper`` (both or neither)
+        and the ``series`` column. At most 5,000 rows.
+    series : str, optional
+        Column naming the lines (e.g. ``"interval_rule"``), drawn as colours;
+        nulls become "(missing)". Needed when a GPU count repeats.
+    published : pl.DataFrame, optional
+        Published points, columns ``source``, ``gpus``, ``ettr`` (fraction),
+        ``kind`` and ``note``, e.g. :data:`relkit.published.PUBLISHED_ETTR_POINTS`.
+    title : str, optional
+        Chart title.
+
+    Returns
+    -------
+    altair.LayerChart
+        Layers in order: ``area`` (only with bounds), ``line`` (``expected_ettr``
+        against ``gpus``, colour by ``series``), then with ``published`` a
+        ``point`` layer (``ettr`` against ``gpus``, shape by ``kind``, tooltip
+        ``source``, ``gpus``, ``ettr``, ``kind``, ``note``). x "GPUs (log scale,
+        base 2)" from the power of two at or below the smallest GPU count (sweep
+        and published) to the one at or above the largest, ticks at powers of
+        two (every k-th, the axis then ending on a tick, when there would be
+        over 10),
+        y "Expected ETTR" in percent. The sweep dataset is sorted by series and
+        GPU count.
+
+    Raises
+    ------
+    SchemaError
+        If a column is missing, only one bound is present, an ETTR is outside
+        [0, 1], a band misses its estimate, a GPU count repeats without
+        ``series``, or a frame has over 5,000 rows.
+    InsufficientDataError
+        If no sweep row has ``gpus`` > 0 and a finite ``expected_ettr``.
+
+    References
+    ----------
+    .. [1] A. Kokolis et al., HPCA 2025. arXiv:2410.21680
+    .. [2] Llama Team, AI @ Meta, "The Llama 3 Herd of Models",
+       arXiv:2407.21783 (2024).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from relkit.published import PUBLISHED_ETTR_POINTS
+    >>> sweep = pl.DataFrame(
+    ...     {"gpus": [1024, 16384, 131072], "expected_ettr": [0.99, 0.93, 0.55]}
+    ... )
+    >>> spec = ettr_scale_chart(sweep, published=PUBLISHED_ETTR_POINTS).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['line', 'point']
+    >>> spec["layer"][0]["encoding"]["x"]["scale"]
+    {'type': 'log', 'base': 2, 'domain': [1024, 131072]}
+    """
+    import altair as alt
+
+    where = "ettr_scale_chart"
+    require_columns(
+        sweep, ["gpus", "expected_ettr", *([series] if series else [])], where=where
+    )
+    _check_rows(
+        sweep,
+        where=where,
+        fix="Sweep fewer GPU counts, e.g. powers of two, or fewer series.",
+    )
+    band = _band_columns(sweep, "expected_ettr", where=where)
+    value_cols = ["expected_ettr", *(band or ())]
+    keys = [series] if series else []
+    data = (
+        sweep.select(*keys, "gpus", *value_cols)
+        .with_columns(pl.col(c).cast(pl.Float64) for c in ["gpus", *value_cols])
+        .filter(
+            pl.col("gpus").is_finite() & (pl.col("gpus") > 0),
+            pl.col("expected_ettr").is_finite(),
+        )
+    )
+    if series:
+        data = data.with_columns(pl.col(series).cast(pl.String).fill_null("(missing)"))
+    else:
+        repeated = data.filter(pl.col("gpus").is_duplicated())
+        if repeated.height:
+            extra = [
+                c
+                for c in sweep.columns
+                if c not in ("gpus", *value_cols)
+                and sweep.filter(pl.col("gpus").is_duplicated())[c].n_unique() > 1
+            ]
+            fix = f"Pass series={extra[0]!r}" if extra else "Pass series='...'"
+            counts = repeated["gpus"].unique().sort().head(5).to_list()
+            msg = (
+                f"{where}: GPU counts repeat ({counts}) so the sweep holds several "
+                f"lines, but series is None. {fix}, or filter to one line."
+            )
+            raise SchemaError(msg)
+    _fraction_column(data, value_cols, where=where, hint="Divide percentages by 100.")
+    if data.height == 0:
+        msg = (
+            f"{where}: the sweep has no row with gpus > 0 and a finite "
+            f"expected_ettr ({sweep.height} rows)."
+        )
+        raise InsufficientDataError(msg)
+    data = data.sort([*keys, "gpus"])
+    spans = data["gpus"].to_numpy()
+    points = None
+    if published is not None:
+        cols = ["source", "gpus", "ettr", "kind", "note"]
+        require_columns(published, cols, where=f"{where} (published)")
+        _check_rows(published, where=f"{where} (published)", fix="Pick fewer points.")
+        points = published.select(cols).with_columns(
+            pl.col("gpus").cast(pl.Float64),
+            pl.col("ettr").cast(pl.Float64),
+            *(pl.col(c).cast(pl.String) for c in ("source", "kind", "note")),
+        )
+        bad = points.filter(~(pl.col("gpus").is_finite() & (pl.col("gpus") > 0)))
+        if bad.height:
+            msg = (
+                f"{where}: published gpus must be > 0; found "
+                f"{bad['gpus'].head(5).to_list()}."
+            )
+            raise SchemaError(msg)
+        _fraction_column(
+            points, ["ettr"], where=f"{where} (published)", hint="Divide by 100."
+        )
+        if points.height:
+            spans = np.concatenate([spans, points["gpus"].to_numpy()])
+    domain, ticks = _log2_axis(float(spans.min()), float(spans.max()))
+    x = (
+        alt.X("gpus:Q")
+        .scale(type="log", base=2, domain=domain)
+        .axis(values=ticks, format=",")
+        .title("GPUs (log scale, base 2)")
+    )
+    y_title = "Expected ETTR"
+    colour: dict[str, Any] = {}
+    if series:
+        colour["color"] = alt.Color(f"{series}:N").title(series.replace("_", " "))
+    tooltip = [
+        *([alt.Tooltip(f"{series}:N")] if series else []),
+        alt.Tooltip("gpus:Q").format(","),
+        alt.Tooltip("expected_ettr:Q").format(".2%").title("expected ETTR"),
+    ]
+    layers: list[Any] = []
+    if band is not None:
+        layers.append(
+            alt.Chart(data)
+            .mark_area(opacity=0.15, **({} if series else {"color": "#4c78a8"}))
+            .encode(
+                x=x,
+                y=alt.Y("expected_ettr_lower:Q").axis(format="%").title(y_title),
+                y2="expected_ettr_upper:Q",
+                tooltip=[
+                    *tooltip,
+                    alt.Tooltip("expected_ettr_lower:Q").format(".2%").title("lower"),
+                    alt.Tooltip("expected_ettr_upper:Q").format(".2%").title("upper"),
+                ],
+                **colour,
+            )
+        )
+    layers.append(
+        alt.Chart(data)
+        .mark_line(
+            strokeWidth=2, point=True, **({} if series else {"color": "#4c78a8"})
+        )
+        .encode(
+            x=x,
+            y=alt.Y("expected_ettr:Q").axis(format="%").title(y_title),
+            tooltip=tooltip,
+            **colour,
+        )
+    )
+    if points is not None and points.height:
+        kinds = points["kind"].unique(maintain_order=True).to_list()
+        layers.append(
+            alt.Chart(points)
+            .mark_point(filled=True, size=120, color="black", opacity=1)
+            .encode(
+                x=x,
+                y=alt.Y("ettr:Q").axis(format="%").title(y_title),
+                shape=alt.Shape("kind:N")
+                .scale(
+                    domain=kinds,
+                    range=[_PUBLISHED_SHAPES.get(k, "square") for k in kinds],
+                )
+                .title("published"),
+                tooltip=[
+                    alt.Tooltip("source:N"),
+                    alt.Tooltip("gpus:Q").format(",").title("GPUs"),
+                    alt.Tooltip("ettr:Q").format(".0%").title("ETTR"),
+                    alt.Tooltip("kind:N"),
+                    alt.Tooltip("note:N"),
+                ],
+            )
         )
     return alt.layer(*layers, title=_title(title))

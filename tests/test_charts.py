@@ -757,3 +757,147 @@ def test_ettr_interval_chart_errors(banded_curve) -> None:
             charts.ettr_interval_chart(banded_curve, operating_point=bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match="optimum"):
         charts.ettr_interval_chart(banded_curve, optimum=(float("nan"), 0.9))
+
+
+# --- expected ETTR against GPU count, with published points --------------------
+
+
+@pytest.fixture
+def scale_sweep() -> pl.DataFrame:
+    """Kokolis model (r_f = 6.5e-3, u0 = 5 min, w = 0) at two intervals, 1,024 to
+    131,072 GPUs, with a ±0.02 band."""
+    rows = []
+    for rule, dt_h in (("60 min", 1.0), ("5 min", 5 / 60)):
+        for k in range(10, 18):
+            e = relkit.expected_ettr(
+                n_nodes=2**k // 8,
+                failures_per_node_day=6.5e-3,
+                restart_h=5 / 60,
+                interval_h=dt_h,
+            )
+            rows.append(
+                {
+                    "interval_rule": rule,
+                    "gpus": 2**k,
+                    "expected_ettr": e,
+                    "expected_ettr_lower": max(0.0, e - 0.02),
+                    "expected_ettr_upper": min(1.0, e + 0.02),
+                }
+            )
+    return pl.DataFrame(rows)
+
+
+def test_ettr_scale_chart_lines_band_and_published(scale_sweep) -> None:
+    from relkit.published import PUBLISHED_ETTR_POINTS
+
+    spec = roundtrip(
+        charts.ettr_scale_chart(
+            scale_sweep,
+            series="interval_rule",
+            published=PUBLISHED_ETTR_POINTS,
+            title="ETTR at scale",
+        )
+    )
+    band, line, points = spec["layer"]
+    assert [lay["mark"]["type"] for lay in spec["layer"]] == ["area", "line", "point"]
+    assert spec["title"] == "ETTR at scale"
+    for layer in (band, line, points):
+        x = layer["encoding"]["x"]
+        assert x["field"] == "gpus"
+        assert x["scale"] == {"type": "log", "base": 2, "domain": [1024, 131072]}
+        assert x["axis"]["values"] == [2**k for k in range(10, 18)]
+        assert x["title"] == "GPUs (log scale, base 2)"
+        assert layer["encoding"]["y"]["title"] == "Expected ETTR"
+        assert layer["encoding"]["y"]["axis"]["format"] == "%"
+    assert line["mark"]["point"] is True
+    assert line["encoding"]["color"]["field"] == "interval_rule"
+    assert band["encoding"]["color"]["field"] == "interval_rule"
+    assert (band["encoding"]["y"]["field"], band["encoding"]["y2"]["field"]) == (
+        "expected_ettr_lower",
+        "expected_ettr_upper",
+    )
+    sweep = spec["datasets"][line["data"]["name"]]
+    assert len(sweep) == 16
+    assert [r["interval_rule"] for r in sweep[:8]] == ["5 min"] * 8  # sorted
+    assert [r["gpus"] for r in sweep[:8]] == [2**k for k in range(10, 18)]
+    at_16k = {r["interval_rule"]: r for r in sweep if r["gpus"] == 16384}
+    # by hand: 1 - (2048 nodes * 6.5e-3 / 24 h) * (5/60 + 1/2) h = 0.67644
+    assert at_16k["60 min"]["expected_ettr"] == pytest.approx(0.67644, abs=1e-5)
+    # the published points, exactly as printed, with their sources
+    published = spec["datasets"][points["data"]["name"]]
+    assert [(r["source"], r["gpus"], r["ettr"], r["kind"]) for r in published] == [
+        (
+            "Llama 3 (Dubey et al., arXiv:2407.21783)",
+            16384,
+            0.9,
+            "observed, lower bound",
+        ),
+        ("Kokolis et al., HPCA 2025 (arXiv:2410.21680)", 16000, 0.7, "model"),
+        ("Kokolis et al., HPCA 2025 (arXiv:2410.21680)", 16000, 0.93, "model"),
+    ]
+    assert points["encoding"]["y"]["field"] == "ettr"
+    assert points["mark"]["color"] == "black"
+    tips = [t["field"] for t in points["encoding"]["tooltip"]]
+    assert tips == ["source", "gpus", "ettr", "kind", "note"]
+    shape = points["encoding"]["shape"]["scale"]
+    assert dict(zip(shape["domain"], shape["range"], strict=True)) == {
+        "observed, lower bound": "triangle-up",
+        "model": "diamond",
+    }
+
+
+def test_ettr_scale_chart_one_line_and_wide_axis() -> None:
+    gpus = [2**k for k in range(3, 21)]  # 8 .. 1,048,576 GPUs
+    sweep = pl.DataFrame({"gpus": gpus, "expected_ettr": np.linspace(1, 0.1, 18)})
+    spec = roundtrip(charts.ettr_scale_chart(sweep))
+    (line,) = spec["layer"]
+    assert line["mark"] == {"type": "line", "strokeWidth": 2, "point": True} | {
+        "color": "#4c78a8"
+    }
+    x = line["encoding"]["x"]
+    # 18 powers of two: every second one, the axis extended to end on a tick
+    assert x["scale"]["domain"] == [8, 2**21]
+    assert x["axis"]["values"] == [2**k for k in range(3, 22, 2)]
+    assert "color" not in line["encoding"]
+    assert [r["gpus"] for r in dataset(spec)] == gpus
+    # a published point outside the sweep widens the axis to its power of two
+    far = pl.DataFrame(
+        {"source": ["s"], "gpus": [3_000_000], "ettr": [0.5], "kind": ["k"]}
+    ).with_columns(note=pl.lit("n"))
+    spec = roundtrip(charts.ettr_scale_chart(sweep, published=far))
+    x = spec["layer"][0]["encoding"]["x"]
+    assert x["scale"]["domain"] == [8, 2**23]  # 2**22 > 3e6, step 2
+    assert x["axis"]["values"][-1] == 2**23
+    shape = spec["layer"][1]["encoding"]["shape"]["scale"]
+    assert (shape["domain"], shape["range"]) == (["k"], ["square"])
+
+
+def test_ettr_scale_chart_errors(scale_sweep) -> None:
+    with pytest.raises(SchemaError, match="series='interval_rule'"):
+        charts.ettr_scale_chart(scale_sweep)
+    with pytest.raises(SchemaError, match="both expected_ettr_lower"):
+        charts.ettr_scale_chart(
+            scale_sweep.drop("expected_ettr_lower"), series="interval_rule"
+        )
+    with pytest.raises(SchemaError, match=r"fraction in \[0, 1\]"):
+        charts.ettr_scale_chart(
+            scale_sweep.with_columns(pl.col("expected_ettr") * 100).drop(
+                "expected_ettr_lower", "expected_ettr_upper"
+            ),
+            series="interval_rule",
+        )
+    with pytest.raises(SchemaError, match="'rule'"):
+        charts.ettr_scale_chart(scale_sweep, series="rule")
+    published = pl.DataFrame(
+        {"source": ["s"], "gpus": [1024], "ettr": [90.0], "kind": ["k"], "note": ["n"]}
+    )
+    with pytest.raises(SchemaError, match=r"published.*fraction"):
+        charts.ettr_scale_chart(
+            scale_sweep, series="interval_rule", published=published
+        )
+    with pytest.raises(SchemaError, match=r"published.*note"):
+        charts.ettr_scale_chart(
+            scale_sweep, series="interval_rule", published=published.drop("note")
+        )
+    with pytest.raises(InsufficientDataError, match="gpus > 0"):
+        charts.ettr_scale_chart(scale_sweep.with_columns(gpus=pl.lit(0)))
