@@ -54,6 +54,10 @@ would count nowhere and the job it ended would be blamed on the user. It is
 or 95 near it on the same GPU folds with it into one incident.
 
 Every mode's codes agree on category and counts-as-failure (a test holds it).
+Whether a failure of a mode loses the node (drained or replaced, so an
+in-memory checkpoint on it is gone) is :data:`LOSES_NODE`, by the rule of
+:data:`LOSES_NODE_RULE` (counted hardware and network failures) with the
+exceptions of :data:`LOSES_NODE_EXCEPTIONS`.
 A code outside the catalogue (e.g. Xid 999) is ``gpu/unknown_xid``: kept,
 category ``unknown``, not counted as a failure unless asked
 (``relkit mtbf --count-unknown-xid``). The Xid meanings in the descriptions
@@ -76,6 +80,9 @@ __all__ = [
     "INFRA_CAUSES",
     "LAUNCH_STATES",
     "LLAMA3_TABLE5",
+    "LOSES_NODE",
+    "LOSES_NODE_EXCEPTIONS",
+    "LOSES_NODE_RULE",
     "MODE_SEVERITY",
     "NOT_IN_TABLE5",
     "OPEN_STATES",
@@ -583,6 +590,54 @@ FAILURE_MODES: pl.DataFrame = pl.DataFrame(
     orient="row",
 )
 
+#: The rule of :data:`LOSES_NODE`, in words.
+LOSES_NODE_RULE = (
+    "A failure loses the node when recovery drains, resets or replaces the node, "
+    "so that what the job kept in host or GPU memory (an in-memory checkpoint) "
+    "is gone: the modes that count as failures and whose category is hardware "
+    "(GPU, GPU memory, NVLink, NVSwitch, host CPU and memory, firmware-first "
+    "fatal errors) or network (a NIC port's link down; NCCL's transport retry "
+    "count exceeded, a NIC or link fault whose node is drained as for a link "
+    "down). Every other mode keeps the node: software, user (application "
+    "errors), info, maintenance and unknown, such as an NCCL watchdog timeout, "
+    "after which the job restarts on the same nodes."
+)
+
+#: Modes whose ``loses_node`` is not the rule's (:data:`LOSES_NODE_RULE`), with
+#: the reason; the value is the opposite of the rule's.
+LOSES_NODE_EXCEPTIONS: dict[str, str] = {
+    "host/kernel_panic": (
+        "category unknown (the cause is not known) and so kept by the rule, but "
+        "the node crashed: it reboots, and host memory with it"
+    ),
+    "gpu/unknown_xid": (
+        "category unknown and not counted as a failure, so kept by the rule, but "
+        "a GPU error outside NVIDIA's catalogue ends the job and the node is "
+        "drained until the code is understood (as relkit.simulate drains it)"
+    ),
+}
+
+
+def _loses_node(mode: str, category: str, *, counts: bool) -> bool:
+    by_rule = counts and category in ("hardware", "network")
+    return not by_rule if mode in LOSES_NODE_EXCEPTIONS else by_rule
+
+
+#: Failure mode -> whether a failure of the mode loses the node (True: the node
+#: is drained or replaced, so state in its memory is gone; False: the node stays
+#: up and an in-memory checkpoint on it survives), for every mode of
+#: :data:`FAILURE_MODES`: :data:`LOSES_NODE_RULE` with the exceptions of
+#: :data:`LOSES_NODE_EXCEPTIONS`. It splits interruptions between the levels of
+#: a two-level checkpoint (``relkit.checkpoint.node_keeping_share``). It is a
+#: mapping, not a column of :data:`FAILURE_MODES`, because that frame is the
+#: store's ``failure_modes`` table, whose columns the store schema fixes.
+LOSES_NODE: dict[str, bool] = {
+    mode: _loses_node(mode, category, counts=counts)
+    for mode, category, counts in FAILURE_MODES.select(
+        "failure_mode", "category", "counts_as_failure"
+    ).iter_rows()
+}
+
 #: NVIDIA's Xid catalogue, one row per code (1-172, :data:`XID_CATALOGUE_VERSION`,
 #: :data:`XID_CATALOGUE_SOURCE`): ``code``, ``mnemonic``, ``name`` (the short
 #: name), ``resolution_bucket`` (immediate action; null where the catalogue has
@@ -838,8 +893,9 @@ def failure_mode_info(mode: str) -> dict[str, Any]:
     -------
     dict
         Keys ``failure_mode``, ``component``, ``category``, ``counts_as_failure``
-        (bool), ``llama3_row`` (str or None), ``description``, and ``xid_codes``
-        (sorted list of the Xid codes of the mode; empty for non-Xid modes).
+        (bool), ``llama3_row`` (str or None), ``description``, ``xid_codes``
+        (sorted list of the Xid codes of the mode; empty for non-Xid modes)
+        and ``loses_node`` (bool, :data:`LOSES_NODE`).
 
     Raises
     ------
@@ -865,6 +921,7 @@ def failure_mode_info(mode: str) -> dict[str, Any]:
         raise SchemaError(msg)
     info = rows.row(0, named=True)
     info["xid_codes"] = sorted(c for c, m in XID_MODES.items() if m == mode)
+    info["loses_node"] = LOSES_NODE[mode]
     return info
 
 

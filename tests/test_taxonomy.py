@@ -11,6 +11,9 @@ from relkit.taxonomy import (
     CATEGORIES,
     FAILURE_MODES,
     LLAMA3_TABLE5,
+    LOSES_NODE,
+    LOSES_NODE_EXCEPTIONS,
+    LOSES_NODE_RULE,
     MODE_SEVERITY,
     NOT_IN_TABLE5,
     SEVERITIES,
@@ -503,3 +506,74 @@ def test_xid94_contained_memory_error_is_a_gpu_memory_failure() -> None:
     assert failure_mode_info("gpu/hbm_uncorrectable")["llama3_row"] == (
         "GPU HBM3 Memory"
     )
+
+
+# ---------------------------------------------------------------- loses_node
+
+
+def test_loses_node_covers_every_mode_by_rule_and_exceptions() -> None:
+    """LOSES_NODE_RULE: a counted hardware or network failure loses the node; the
+    exceptions (each with its reason) are the opposite of the rule."""
+    assert set(LOSES_NODE) == set(FAILURE_MODES["failure_mode"])
+    assert set(LOSES_NODE_EXCEPTIONS) <= set(LOSES_NODE)
+    assert all(len(reason) > 40 for reason in LOSES_NODE_EXCEPTIONS.values())
+    assert "hardware" in LOSES_NODE_RULE
+    assert "network" in LOSES_NODE_RULE
+    for mode, category, counts in FAILURE_MODES.select(
+        "failure_mode", "category", "counts_as_failure"
+    ).iter_rows():
+        by_rule = counts and category in ("hardware", "network")
+        expected = (not by_rule) if mode in LOSES_NODE_EXCEPTIONS else by_rule
+        assert LOSES_NODE[mode] is expected, mode
+    assert all(isinstance(v, bool) for v in LOSES_NODE.values())
+
+
+@pytest.mark.parametrize(
+    ("mode", "loses"),
+    [
+        # GPU / host hardware, NVSwitch, node-level link down: drained or replaced
+        ("gpu/fallen_off_bus", True),
+        ("gpu/hbm_uncorrectable", True),
+        ("gpu/nvlink", True),
+        ("nvswitch/sxid", True),
+        ("host/memory_ue", True),
+        ("host/mce", True),
+        ("host/ghes_fatal", True),
+        ("network/link_down", True),
+        ("host/kernel_panic", True),  # exception: the node crashed and reboots
+        ("gpu/unknown_xid", True),  # exception: drained until understood
+        # software, user errors, network errors that leave the node up, info
+        ("gpu/application_error", False),
+        ("gpu/driver_software", False),
+        ("network/nccl_watchdog", False),
+        ("network/link_up", False),
+        ("gpu/precursor", False),
+        ("host/memory_ce", False),
+    ],
+)
+def test_ref_loses_node_of_named_modes(mode: str, loses: object) -> None:
+    """Issue 11 §2: True where recovery drains or replaces the node (GPU/host
+    hardware, NVSwitch, node-level link down); False for software, user errors,
+    network errors that leave the node up, and information."""
+    assert LOSES_NODE[mode] is loses
+    assert failure_mode_info(mode)["loses_node"] is loses
+
+
+def test_loses_node_agrees_with_the_simulators_drains() -> None:
+    """For every mode the simulator has that interrupts jobs and the taxonomy
+    knows, loses_node is the simulator's `drains` (relkit/simulate/_modes.py)."""
+    from relkit.simulate._modes import BEHAVIOUR
+
+    checked = {
+        mode: b.drains
+        for mode, b in BEHAVIOUR.items()
+        if b.interrupts and mode in LOSES_NODE
+    }
+    assert len(checked) >= 13  # the logged modes that end jobs
+    wrong = {m: (LOSES_NODE[m], d) for m, d in checked.items() if LOSES_NODE[m] != d}
+    assert not wrong, wrong
+    # both sides of the split are exercised
+    assert set(checked.values()) == {True, False}
+    # simulator-only causes (software/bug, host/ssd, ...) are not taxonomy modes
+    others = {m for m, b in BEHAVIOUR.items() if b.interrupts} - set(checked)
+    assert others.isdisjoint(FAILURE_MODES["failure_mode"])
