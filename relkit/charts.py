@@ -924,7 +924,7 @@ def _waterfall_steps(run: dict[str, Any], *, where: str) -> list[dict[str, Any]]
             msg = f"{where}: run {rid!r} has {col} = {value!r}; need a number >= 0."
             raise SchemaError(msg)
     wall, productive = float(run["wall_h"]), float(run["productive_h"])
-    steps = [("wall time", "wall time", 0.0, wall)]
+    steps = [("wall time", "wall time", 0.0, wall, wall)]
     top = wall
     for col, label in _BADPUT_STEPS:
         value = run[col]
@@ -934,7 +934,7 @@ def _waterfall_steps(run: dict[str, Any], *, where: str) -> list[dict[str, Any]]
             msg = f"{where}: run {rid!r} has {col} = {value!r}; need a number >= 0."
             raise SchemaError(msg)
         if value > 0:
-            steps.append((label, "badput", top - value, top))
+            steps.append((label, "badput", top - value, top, value))
             top -= value
     residual = top - productive
     tolerance = 1e-6 * wall + 1e-12
@@ -946,8 +946,8 @@ def _waterfall_steps(run: dict[str, Any], *, where: str) -> list[dict[str, Any]]
         )
         raise SchemaError(msg)
     if residual > tolerance:
-        steps.append((_UNACCOUNTED, "unaccounted", productive, top))
-    steps.append(("productive", "productive", 0.0, productive))
+        steps.append((_UNACCOUNTED, "unaccounted", productive, top, residual))
+    steps.append(("productive", "productive", 0.0, productive, productive))
     return [
         {
             "run_id": rid,
@@ -956,10 +956,10 @@ def _waterfall_steps(run: dict[str, Any], *, where: str) -> list[dict[str, Any]]
             "kind": kind,
             "low_h": low,
             "high_h": high,
-            "amount_h": high - low,
-            "share_of_wall": (high - low) / wall if wall > 0 else None,
+            "amount_h": amount,
+            "share_of_wall": amount / wall if wall > 0 else None,
         }
-        for order, (label, kind, low, high) in enumerate(steps)
+        for order, (label, kind, low, high, amount) in enumerate(steps)
     ]
 
 
@@ -1130,22 +1130,13 @@ def badput_waterfall_chart(
     per = _HOURS_PER[unit]
     frames = []
     for run in rows:
-        steps = pl.DataFrame(_waterfall_steps(run, where=where)).with_columns(
-            (pl.col(f"{c}_h") / per).alias(c) for c in ("low", "high", "amount")
-        )
-        frames.append(
-            steps.with_columns(
-                pl.struct("kind", "amount")
-                .map_elements(
-                    lambda s: (
-                        ("−" if s["kind"] in ("badput", "unaccounted") else "")
-                        + f"{_amount_text(s['amount'])} {unit}"
-                    ),
-                    return_dtype=pl.String,
-                )
-                .alias("label")
-            )
-        )
+        steps = _waterfall_steps(run, where=where)
+        for step in steps:
+            for col in ("low", "high", "amount"):
+                step[col] = step[f"{col}_h"] / per
+            sign = "−" if step["kind"] in ("badput", "unaccounted") else ""
+            step["label"] = f"{sign}{_amount_text(step['amount'])} {unit}"
+        frames.append(pl.DataFrame(steps))
     seen = {k for steps in frames for k in steps["kind"]}
     kinds = [k for k in _WATERFALL_KINDS if k in seen]  # one legend for all runs
     colour = (
@@ -1189,7 +1180,7 @@ def badput_waterfall_chart(
     )
 
 
-def _fraction_column(
+def _check_fractions(
     frame: pl.DataFrame, cols: list[str], *, where: str, hint: str
 ) -> None:
     for col in cols:
@@ -1235,11 +1226,13 @@ def _point_arg(
 ) -> tuple[float, float] | None:
     if point is None:
         return None
-    if isinstance(point, str) or len(point) != 2:  # type: ignore[arg-type]
+    try:
+        interval, ettr = point
+        ettr = float(ettr)
+    except (TypeError, ValueError):
         msg = f"{where}: {name} must be (interval_h, ettr); found {point!r}."
-        raise InvalidParameterError(msg)
-    interval_h = _positive(point[0], name=f"{name}[0] (interval_h)", where=where)
-    ettr = float(point[1])
+        raise InvalidParameterError(msg) from None
+    interval_h = _positive(interval, name=f"{name}[0] (interval_h)", where=where)
     if not (math.isfinite(ettr) and 0 <= ettr <= 1):
         msg = f"{where}: {name}[1] (ettr) must be a fraction in [0, 1]; found {ettr!r}."
         raise InvalidParameterError(msg)
@@ -1347,7 +1340,7 @@ def ettr_interval_chart(
         )
         .sort("interval_h")
     )
-    _fraction_column(data, value_cols, where=where, hint="Divide percentages by 100.")
+    _check_fractions(data, value_cols, where=where, hint="Divide percentages by 100.")
     if data.height == 0:
         msg = (
             f"{where}: the curve has no row with interval_h > 0 and a finite ettr "
@@ -1577,7 +1570,7 @@ def ettr_scale_chart(
                 f"lines, but series is None. {fix}, or filter to one line."
             )
             raise SchemaError(msg)
-    _fraction_column(data, value_cols, where=where, hint="Divide percentages by 100.")
+    _check_fractions(data, value_cols, where=where, hint="Divide percentages by 100.")
     if data.height == 0:
         msg = (
             f"{where}: the sweep has no row with gpus > 0 and a finite "
@@ -1603,7 +1596,7 @@ def ettr_scale_chart(
                 f"{bad['gpus'].head(5).to_list()}."
             )
             raise SchemaError(msg)
-        _fraction_column(
+        _check_fractions(
             points, ["ettr"], where=f"{where} (published)", hint="Divide by 100."
         )
         if points.height:

@@ -7,6 +7,8 @@ import altair as alt
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import relkit
 from relkit import charts
@@ -752,6 +754,8 @@ def test_ettr_interval_chart_errors(banded_curve) -> None:
         ((0.0, 0.5), "operating_point"),
         ((1.0, 1.5), r"operating_point\[1\] \(ettr\)"),
         ((1.0,), "must be \\(interval_h, ettr\\)"),
+        (0.5, "must be \\(interval_h, ettr\\)"),
+        ((1.0, "high"), "must be \\(interval_h, ettr\\)"),
     ]:
         with pytest.raises(InvalidParameterError, match=match):
             charts.ettr_interval_chart(banded_curve, operating_point=bad)  # type: ignore[arg-type]
@@ -901,3 +905,37 @@ def test_ettr_scale_chart_errors(scale_sweep) -> None:
         )
     with pytest.raises(InsufficientDataError, match="gpus > 0"):
         charts.ettr_scale_chart(scale_sweep.with_columns(gpus=pl.lit(0)))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    badput=st.lists(st.one_of(st.none(), st.floats(0, 50)), min_size=7, max_size=7),
+    productive=st.floats(0, 100),
+    extra=st.floats(0, 20),
+)
+def test_prop_waterfall_steps_down_from_wall_to_productive(
+    badput: list[float | None], productive: float, extra: float
+) -> None:
+    """Every bar starts where the previous badput bar ended; the amounts below
+    wall time add up to it; the last bar is the productive time."""
+    known = sum(b for b in badput if b is not None)
+    run = {"wall": productive + known + extra, "productive": productive}
+    run |= {
+        c.removeprefix("badput_").removesuffix("_h"): b
+        for c, b in zip(BADPUT_COLUMNS, badput, strict=True)
+    }
+    if run["wall"] == 0:
+        return
+    rows = dataset(charts.badput_waterfall_chart(runs_frame(r=run)).to_dict())
+    wall, *steps, last = rows
+    assert (wall["step"], last["step"]) == ("wall time", "productive")
+    assert last["high_h"] == pytest.approx(productive / 3600, abs=1e-12)
+    top = wall["high_h"]
+    for step in steps:
+        assert step["high_h"] == pytest.approx(top, abs=1e-12)
+        assert step["amount_h"] > 0
+        top = step["low_h"]
+    assert top == pytest.approx(productive / 3600, abs=1e-9)
+    assert sum(s["amount_h"] for s in steps) + last["amount_h"] == pytest.approx(
+        wall["amount_h"], abs=1e-9
+    )
