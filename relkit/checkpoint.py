@@ -1,14 +1,28 @@
 r"""Optimal checkpoint intervals and the expected ETTR of large training jobs.
 
-Two models, both assuming independent exponential (Poisson) failures:
+Two closed-form models assume independent exponential (Poisson) failures:
 
 - Young/Daly: a job of MTBF M writes a checkpoint of cost δ every τ of
   compute and restarts in R after a failure; which τ maximises useful work?
 - Kokolis et al.: the expected Effective Training Time Ratio of a job on N
-  nodes with per-node failure rate r_f, restart overhead u₀, checkpoint
-  interval Δt and blocking checkpoint write w.
+  nodes with per-node failure rate r_f, restart overhead u₀, queue wait q,
+  checkpoint interval Δt and blocking checkpoint write w
+  (:func:`expected_ettr`, :func:`ettr_model`, :func:`ettr_curve`).
 
-All durations are hours.
+Built on them:
+
+- the decision with bounds from the failure count's uncertainty
+  (:func:`checkpoint_decision`);
+- two-level checkpointing, a fast level in node memory and every k-th
+  checkpoint persistent (:func:`two_level_ettr`, :func:`two_level_optimum`),
+  with the share of failures that keep their node from the mode mix
+  (:func:`node_keeping_share`);
+- fitted non-exponential (Weibull) failure models by renewal-reward
+  (:func:`renewal_ettr`, :func:`renewal_optimum`);
+- what-if sweeps and the inverse questions (:func:`whatif`,
+  :func:`solve_whatif`).
+
+All durations are hours, rates per hour unless named (per node-day).
 """
 
 import math
@@ -19,11 +33,13 @@ import polars as pl
 
 from relkit._checks import checked as _checked
 from relkit._ettr_model import ETTRModel, ettr_curve, ettr_model, expected_ettr
+from relkit._renewal import RenewalOptimum, renewal_ettr, renewal_optimum
 from relkit.errors import InvalidParameterError, SchemaError
 
 __all__ = [
     "CheckpointIntervals",
     "ETTRModel",
+    "RenewalOptimum",
     "checkpoint_efficiency",
     "checkpoint_intervals",
     "daly_interval_h",
@@ -32,6 +48,8 @@ __all__ = [
     "exact_interval_h",
     "expected_ettr",
     "plan_checkpoints",
+    "renewal_ettr",
+    "renewal_optimum",
     "young_interval_h",
 ]
 

@@ -67,7 +67,15 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
     "metrics": (ANALYSIS, ("metrics",)),
     "incidents": (ANALYSIS, ("incidents",)),
     "survival": (ANALYSIS, ("survival", "_survival_tables")),
-    "checkpoint": (ANALYSIS, ("checkpoint", "_ettr_model", "_checks")),
+    "checkpoint": (
+        ANALYSIS,
+        (
+            "checkpoint",
+            "_ettr_model",
+            "_checks",
+            "_renewal",
+        ),
+    ),
     "jobs": (ANALYSIS, ("jobs",)),
     "scale": (ANALYSIS, ("scale",)),
     "published": (ANALYSIS, ("published",)),
