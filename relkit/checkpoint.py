@@ -34,12 +34,21 @@ import polars as pl
 from relkit._checks import checked as _checked
 from relkit._ettr_model import ETTRModel, ettr_curve, ettr_model, expected_ettr
 from relkit._renewal import RenewalOptimum, renewal_ettr, renewal_optimum
+from relkit._two_level import (
+    NodeKeepingShare,
+    TwoLevelPlan,
+    node_keeping_share,
+    two_level_ettr,
+    two_level_optimum,
+)
 from relkit.errors import InvalidParameterError, SchemaError
 
 __all__ = [
     "CheckpointIntervals",
     "ETTRModel",
+    "NodeKeepingShare",
     "RenewalOptimum",
+    "TwoLevelPlan",
     "checkpoint_efficiency",
     "checkpoint_intervals",
     "daly_interval_h",
@@ -47,9 +56,12 @@ __all__ = [
     "ettr_model",
     "exact_interval_h",
     "expected_ettr",
+    "node_keeping_share",
     "plan_checkpoints",
     "renewal_ettr",
     "renewal_optimum",
+    "two_level_ettr",
+    "two_level_optimum",
     "young_interval_h",
 ]
 

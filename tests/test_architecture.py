@@ -73,6 +73,7 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
             "checkpoint",
             "_ettr_model",
             "_checks",
+            "_two_level",
             "_renewal",
         ),
     ),

@@ -6,17 +6,27 @@ import csv
 import math
 
 import numpy as np
+import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from shared_paths import SHARED
 
 from relkit.checkpoint import (
+    NodeKeepingShare,
     RenewalOptimum,
+    TwoLevelPlan,
     checkpoint_efficiency,
+    ettr_model,
     exact_interval_h,
+    expected_ettr,
+    node_keeping_share,
     renewal_ettr,
     renewal_optimum,
+    two_level_ettr,
+    two_level_optimum,
 )
-from relkit.errors import InvalidParameterError
+from relkit.errors import InsufficientDataError, InvalidParameterError, SchemaError
 
 #: shared/reference/checkpoint_intervals.csv (minutes): case -> (cost, M, restart,
 #: exact optimum, efficiency there). Daly 2006 doi:10.1016/j.future.2004.11.016,
@@ -50,6 +60,339 @@ def test_interval_rows_match_the_shared_csv() -> None:
         assert float(row["restart_min"]) == r
         assert float(row["exact_exponential_min"]) == exact
         assert float(row["efficiency_at_exact"]) == eff
+
+
+# ================================================================ two levels
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3, 0.7, 1.0])
+@pytest.mark.parametrize("dt", [2 / 60, 10 / 60, 1.5])
+def test_two_level_k1_is_the_one_level_model_exactly(p: float, dt: float) -> None:
+    """k = 1 (no fast level) is Kokolis et al.'s model with w = w_p, bit for bit,
+    whatever p and the fast write cost (issue 11 §2)."""
+    kw = {**K1, "interval_h": dt, "queue_h": 0.05}
+    one = expected_ettr(**kw, cost_h=30 / 3600)
+    two = two_level_ettr(
+        **kw,
+        fast_cost_h=7 / 3600,
+        persistent_cost_h=30 / 3600,
+        persistent_every=1,
+        node_keeping_frac=p,
+    )
+    assert two == one
+
+
+@given(
+    n=st.integers(1, 20_000),
+    rate=st.floats(0, 0.1),
+    u0=st.floats(0, 2),
+    dt=st.floats(1e-3, 10),
+    wf=st.floats(0, 1),
+    wp=st.floats(0, 1),
+    p=st.floats(0, 1),
+)
+def test_prop_two_level_k1_is_one_level(
+    n: int, rate: float, u0: float, dt: float, wf: float, wp: float, p: float
+) -> None:
+    one = expected_ettr(
+        n_nodes=n, failures_per_node_day=rate, restart_h=u0, interval_h=dt, cost_h=wp
+    )
+    two = two_level_ettr(
+        n_nodes=n,
+        failures_per_node_day=rate,
+        restart_h=u0,
+        interval_h=dt,
+        fast_cost_h=wf,
+        persistent_cost_h=wp,
+        persistent_every=1,
+        node_keeping_frac=p,
+    )
+    assert two == one
+
+
+def test_two_level_hand_computation() -> None:
+    """Hand computation of issue 11's formula: λ = 2048·6.5e-3/24 = 0.554667/h,
+    u0 = 5 min, q = 2 min, Δt = 5 min, k = 4, w_f = 3 s, w_p = 30 s, p = 0.6:
+    (1 − λ(u0 + q + pΔt/2 + (1−p)kΔt/2)) / (1 + ((k−1)w_f + w_p)/(kΔt))."""
+    lam = 2048 * 6.5e-3 / 24
+    u0, q, dt, k, wf, wp, p = 5 / 60, 2 / 60, 5 / 60, 4, 3 / 3600, 30 / 3600, 0.6
+    hand = (1 - lam * (u0 + q + p * dt / 2 + (1 - p) * k * dt / 2)) / (
+        1 + ((k - 1) * wf + wp) / (k * dt)
+    )
+    got = two_level_ettr(
+        **K1,
+        queue_h=q,
+        interval_h=dt,
+        fast_cost_h=wf,
+        persistent_cost_h=wp,
+        persistent_every=k,
+        node_keeping_frac=p,
+    )
+    assert got == pytest.approx(hand, rel=1e-14)
+    assert round(hand, 6) == 0.856605  # the same by hand: 0.884444 / 1.0325
+    # p = 0 and k = 1 likewise gives the one-level model
+    assert two_level_ettr(
+        **K1,
+        interval_h=dt,
+        fast_cost_h=wf,
+        persistent_cost_h=wp,
+        persistent_every=1,
+        node_keeping_frac=0.0,
+    ) == expected_ettr(**K1, interval_h=dt, cost_h=wp)
+
+
+def _brute_two_level(
+    lam: float, a: float, wf: float, wp: float, p: float, ks: range
+) -> tuple[int, float, float]:
+    """Grid search of issue 11's formula, independent of relkit: (k, Δt, ETTR)."""
+    dts = np.geomspace(1e-3, 2.0, 40_001)
+    best = (0, 0.0, -1.0)
+    for k in ks:
+        e = (1 - lam * (a + p * dts / 2 + (1 - p) * k * dts / 2)) / (
+            1 + ((k - 1) * wf + wp) / (k * dts)
+        )
+        i = int(np.argmax(e))
+        if e[i] > best[2]:
+            best = (k, float(dts[i]), float(e[i]))
+    return best
+
+
+def test_two_level_optimum_matches_a_brute_force_grid() -> None:
+    """The optimum over Δt and integer k against a 40,001-point grid in Δt for each
+    k = 1..40 (numpy in this test); Δt for fixed k against scipy's bounded search."""
+    from scipy.optimize import minimize_scalar
+
+    lam = 2048 * 6.5e-3 / 24
+    wf, wp, p = 3 / 3600, 30 / 3600, 0.6
+    plan = two_level_optimum(
+        **K1, fast_cost_h=wf, persistent_cost_h=wp, node_keeping_frac=p
+    )
+    k, dt, e = _brute_two_level(lam, 5 / 60, wf, wp, p, range(1, 41))
+    assert plan.persistent_every == k == 4
+    assert plan.interval_h == pytest.approx(dt, rel=5e-4)  # grid step 3.3e-4
+    assert plan.expected_ettr >= e
+    assert plan.expected_ettr == pytest.approx(e, rel=1e-8)
+    assert plan.persistent_interval_h == 4 * plan.interval_h
+    # first order (docstring): k ≈ sqrt(p (w_p − w_f) / ((1 − p) w_f)) = 3.67
+    assert math.sqrt(p * (wp - wf) / ((1 - p) * wf)) == pytest.approx(3.674, abs=1e-3)
+    # the one-level plan beside it is Kokolis K1 (ettr_model.csv: 9.6697 min, 0.8644)
+    assert plan.one_level_interval_h * 60 == pytest.approx(9.6697, rel=1e-4)
+    assert plan.one_level_ettr == pytest.approx(0.8644, abs=5e-5)
+    assert plan.expected_ettr > plan.one_level_ettr
+    # fixed k: the closed-form Δt*(k) is scipy's numeric maximiser
+    for kk in (2, 4, 9):
+        fixed = two_level_optimum(
+            **K1,
+            fast_cost_h=wf,
+            persistent_cost_h=wp,
+            node_keeping_frac=p,
+            persistent_every=kk,
+        )
+        res = minimize_scalar(
+            lambda x, kk=kk: (
+                -two_level_ettr(
+                    **K1,
+                    interval_h=math.exp(x),
+                    fast_cost_h=wf,
+                    persistent_cost_h=wp,
+                    persistent_every=kk,
+                    node_keeping_frac=p,
+                )
+            ),
+            bounds=(math.log(1e-3), math.log(2.0)),
+            method="bounded",
+            options={"xatol": 1e-10},
+        )
+        assert fixed.persistent_every == kk
+        assert fixed.interval_h == pytest.approx(math.exp(res.x), rel=1e-5)
+        assert fixed.expected_ettr == pytest.approx(-res.fun, rel=1e-12)
+
+
+def test_two_level_optimum_k1_is_kokolis_exactly() -> None:
+    kw = {"fast_cost_h": 1 / 3600, "persistent_cost_h": 0.5 / 60}
+    plan = two_level_optimum(**K1, **kw, node_keeping_frac=0.4, persistent_every=1)
+    one = ettr_model(**K1, interval_h=1.0, cost_h=0.5 / 60)
+    assert plan.interval_h == one.optimal_interval_h
+    assert plan.expected_ettr == one.ettr_at_optimal
+    assert (plan.interval_h, plan.expected_ettr) == (
+        plan.one_level_interval_h,
+        plan.one_level_ettr,
+    )
+
+
+def test_two_level_optimum_edges() -> None:
+    """w_f >= w_p: the fast level never pays (k = 1). p = 1: no failure needs the
+    persistent level, so k runs to the cap. k_max = 1 forbids the fast level."""
+    slow_fast = two_level_optimum(
+        **K1, fast_cost_h=1 / 60, persistent_cost_h=0.5 / 60, node_keeping_frac=0.9
+    )
+    assert slow_fast.persistent_every == 1
+    capped = two_level_optimum(
+        **K1,
+        fast_cost_h=1 / 3600,
+        persistent_cost_h=1 / 60,
+        node_keeping_frac=1.0,
+        max_persistent_every=50,
+    )
+    assert capped.persistent_every == 50
+    one = two_level_optimum(
+        **K1,
+        fast_cost_h=1 / 3600,
+        persistent_cost_h=1 / 60,
+        node_keeping_frac=0.5,
+        max_persistent_every=1,
+    )
+    assert one.persistent_every == 1
+    assert isinstance(one, TwoLevelPlan)
+    assert set(one.to_dict()) == {
+        "interval_h",
+        "persistent_every",
+        "persistent_interval_h",
+        "expected_ettr",
+        "node_keeping_frac",
+        "one_level_interval_h",
+        "one_level_ettr",
+    }
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"persistent_every": 0}, "persistent_every must be a whole number >= 1"),
+        ({"persistent_every": 2.5}, "persistent_every"),
+        (
+            {"node_keeping_frac": 1.2},
+            r"node_keeping_frac must be a fraction in \[0, 1\]",
+        ),
+        ({"node_keeping_frac": None}, "node_keeping_frac"),
+        ({"fast_cost_h": -1.0}, "fast_cost_h"),
+        ({"persistent_cost_h": float("nan")}, "persistent_cost_h"),
+    ],
+)
+def test_two_level_invalid_inputs(kwargs: dict, match: str) -> None:
+    base = {
+        **K1,
+        "interval_h": 0.1,
+        "fast_cost_h": 0.001,
+        "persistent_cost_h": 0.01,
+        "persistent_every": 4,
+        "node_keeping_frac": 0.5,
+    }
+    with pytest.raises(InvalidParameterError, match=match):
+        two_level_ettr(**{**base, **kwargs})
+
+
+def test_two_level_optimum_needs_failures_and_a_persistent_cost() -> None:
+    kw = {"restart_h": 0.1, "fast_cost_h": 0.001, "node_keeping_frac": 0.5}
+    with pytest.raises(
+        InvalidParameterError, match="failures_per_node_day must be > 0"
+    ):
+        two_level_optimum(
+            n_nodes=8, failures_per_node_day=0.0, persistent_cost_h=0.01, **kw
+        )
+    with pytest.raises(InvalidParameterError, match=r"persistent_cost_h .*> 0"):
+        two_level_optimum(
+            n_nodes=8, failures_per_node_day=1e-3, persistent_cost_h=0.0, **kw
+        )
+
+
+# ---------------------------------------------------------------- node_keeping_share
+
+
+def test_node_keeping_share_by_hand() -> None:
+    """Hand count: hardware 5 + 2 and a link down 1 lose the node (8); an NCCL
+    watchdog 3 and an application error 2 keep it (5): p = 5/13. A repeated mode
+    is summed; a mode with n = 0 is not listed."""
+    counts = pl.DataFrame(
+        {
+            "failure_mode": [
+                "gpu/fallen_off_bus",
+                "host/mce",
+                "network/link_down",
+                "network/nccl_watchdog",
+                "gpu/application_error",
+                "gpu/fallen_off_bus",
+                "gpu/hang",
+            ],
+            "n": [3, 2, 1, 3, 2, 2, 0],
+        }
+    )
+    share = node_keeping_share(counts)
+    assert share.node_keeping_frac == 5 / 13
+    assert (share.n_node_keeping, share.n_node_losing) == (5, 8)
+    assert share.node_keeping_modes == (
+        "gpu/application_error",
+        "network/nccl_watchdog",
+    )
+    assert share.node_losing_modes == (
+        "gpu/fallen_off_bus",
+        "host/mce",
+        "network/link_down",
+    )
+    assert isinstance(share, NodeKeepingShare)
+    assert share.to_dict()["node_keeping_frac"] == 5 / 13
+
+
+def test_node_keeping_share_unknown_modes_and_overrides() -> None:
+    counts = pl.DataFrame(
+        {
+            "failure_mode": ["software/bug", "host/ssd", "gpu/hbm_uncorrectable"],
+            "n": [6, 1, 3],
+        }
+    )
+    with pytest.raises(
+        InvalidParameterError, match=r"not in the taxonomy.*loses_node="
+    ):
+        node_keeping_share(counts)
+    share = node_keeping_share(
+        counts, loses_node={"software/bug": False, "host/ssd": True}
+    )
+    assert share.node_keeping_frac == 0.6
+    # an override of a taxonomy mode wins
+    flipped = node_keeping_share(
+        counts,
+        loses_node={
+            "software/bug": False,
+            "host/ssd": True,
+            "gpu/hbm_uncorrectable": False,
+        },
+    )
+    assert flipped.node_keeping_frac == 0.9
+
+
+def test_node_keeping_share_errors() -> None:
+    with pytest.raises(SchemaError, match="missing column"):
+        node_keeping_share(pl.DataFrame({"failure_mode": ["gpu/hang"]}))
+    with pytest.raises(SchemaError, match="integer"):
+        node_keeping_share(pl.DataFrame({"failure_mode": ["gpu/hang"], "n": [1.5]}))
+    with pytest.raises(InvalidParameterError, match="null"):
+        node_keeping_share(
+            pl.DataFrame({"failure_mode": [None, "gpu/hang"], "n": [1, 1]})
+        )
+    with pytest.raises(InvalidParameterError, match=">= 0"):
+        node_keeping_share(pl.DataFrame({"failure_mode": ["gpu/hang"], "n": [-1]}))
+    with pytest.raises(InsufficientDataError, match="sum to 0"):
+        node_keeping_share(pl.DataFrame({"failure_mode": ["gpu/hang"], "n": [0]}))
+
+
+def test_mode_mix_to_two_level_plan() -> None:
+    """The measured mix feeds the plan: p from the counts, then the optimum."""
+    counts = pl.DataFrame(
+        {
+            "failure_mode": ["gpu/hbm_uncorrectable", "network/nccl_watchdog"],
+            "n": [4, 6],
+        }
+    )
+    p = node_keeping_share(counts).node_keeping_frac
+    plan = two_level_optimum(
+        **K1, fast_cost_h=3 / 3600, persistent_cost_h=30 / 3600, node_keeping_frac=p
+    )
+    assert plan.node_keeping_frac == 0.6
+    lam = 2048 * 6.5e-3 / 24
+    assert (
+        plan.persistent_every
+        == _brute_two_level(lam, 5 / 60, 3 / 3600, 30 / 3600, 0.6, range(1, 41))[0]
+    )
 
 
 # ================================================================ renewal-reward
