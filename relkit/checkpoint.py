@@ -41,6 +41,7 @@ from relkit._two_level import (
     two_level_ettr,
     two_level_optimum,
 )
+from relkit._whatif import solve_whatif, whatif
 from relkit.errors import InvalidParameterError, SchemaError
 
 __all__ = [
@@ -60,8 +61,10 @@ __all__ = [
     "plan_checkpoints",
     "renewal_ettr",
     "renewal_optimum",
+    "solve_whatif",
     "two_level_ettr",
     "two_level_optimum",
+    "whatif",
     "young_interval_h",
 ]
 

@@ -75,6 +75,7 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
             "_checks",
             "_two_level",
             "_renewal",
+            "_whatif",
         ),
     ),
     "jobs": (ANALYSIS, ("jobs",)),

@@ -23,8 +23,10 @@ from relkit.checkpoint import (
     node_keeping_share,
     renewal_ettr,
     renewal_optimum,
+    solve_whatif,
     two_level_ettr,
     two_level_optimum,
+    whatif,
 )
 from relkit.errors import InsufficientDataError, InvalidParameterError, SchemaError
 
@@ -555,3 +557,224 @@ def test_renewal_optimum_needs_a_cost() -> None:
     assert renewal_ettr(
         1.0, cost_h=0.0, restart_h=0.0, components=[(1.0, 10.0, 1)]
     ) == (pytest.approx(checkpoint_efficiency(1.0, 1e-300, 10.0), rel=1e-12))
+
+
+# ================================================================ what-if
+
+
+def test_ref_solve_failure_rate_kokolis() -> None:
+    """Issue 11: 12,500 nodes (100,000 GPUs), 5 min restart, 1 min blocking write,
+    target 0.9 → 0.4255 failures per 1000 node-days ("E[ETTR] of Kokolis et al.,
+    solved by hand with scipy's brentq")."""
+    kw = {"gpus": 100_000, "restart_h": 5 / 60, "cost_h": 1 / 60}
+    r = solve_whatif(target_ettr=0.9, solve="failure-rate", **kw)
+    assert round(r * 1000, 4) == 0.4255
+    back = whatif(**kw, failures_per_node_day=r)
+    assert back["n_nodes"].item() == 12_500
+    assert back["expected_ettr"].item() == pytest.approx(0.9, abs=1e-9)
+
+
+@pytest.mark.parametrize("q", [0.0, 0.25])
+def test_solve_round_trips(q: float) -> None:
+    """Solve, then evaluate at the optimal interval: the target to 1e-9."""
+    base = {"gpus": 100_000, "queue_h": q}
+    u0 = solve_whatif(
+        target_ettr=0.9,
+        solve="restart-h",
+        failures_per_node_day=2e-4,
+        cost_h=1 / 60,
+        **base,
+    )
+    w = solve_whatif(
+        target_ettr=0.85,
+        solve="cost-h",
+        failures_per_node_day=2e-4,
+        restart_h=5 / 60,
+        **base,
+    )
+    r = solve_whatif(
+        target_ettr=0.8, solve="failure-rate", restart_h=0.1, cost_h=0.02, **base
+    )
+    rows = [
+        (whatif(failures_per_node_day=2e-4, restart_h=u0, cost_h=1 / 60, **base), 0.9),
+        (whatif(failures_per_node_day=2e-4, restart_h=5 / 60, cost_h=w, **base), 0.85),
+        (whatif(failures_per_node_day=r, restart_h=0.1, cost_h=0.02, **base), 0.8),
+    ]
+    for frame, target in rows:
+        assert frame["interval_rule"].item() == "optimal"
+        assert frame["expected_ettr"].item() == pytest.approx(target, abs=1e-9)
+    assert u0 > 0
+    assert w > 0
+    # every smaller value does better
+    better = whatif(
+        failures_per_node_day=2e-4, restart_h=0.9 * u0, cost_h=1 / 60, **base
+    )
+    assert better["expected_ettr"].item() > 0.9
+
+
+def test_solve_rate_with_zero_write_or_zero_restart() -> None:
+    """w = 0: E* = 1 − λu0 (the limit Δt → 0), so λ = 0.1/u0 exactly; u0 = 0:
+    E* ≈ 1 − √(2λw), both by hand."""
+    r = solve_whatif(
+        target_ettr=0.9, solve="failure-rate", gpus=8, restart_h=0.5, cost_h=0.0
+    )
+    assert r == pytest.approx(24 * 0.1 / 0.5, rel=1e-12)
+    r0 = solve_whatif(
+        target_ettr=0.99, solve="failure-rate", gpus=8, restart_h=0.0, cost_h=1e-4
+    )
+    lam = r0 / 24
+    assert 1 - math.sqrt(2 * lam * 1e-4) == pytest.approx(0.99, abs=2e-4)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        # the restart alone makes 0.9 impossible: λu0 = 12500·1e-3/24·(5/60) = 0.043,
+        # then w pushes it below; with u0 = 15 min it is 0.13 > 0.1
+        (
+            {"solve": "cost-h", "failures_per_node_day": 1e-3, "restart_h": 0.25},
+            "restarts and queue waits alone",
+        ),
+        (
+            {"solve": "restart-h", "failures_per_node_day": 5e-3, "cost_h": 0.1},
+            "even with u₀ = 0",
+        ),
+        (
+            {"solve": "failure-rate", "restart_h": 0.0, "cost_h": 0.0},
+            "failures cost nothing",
+        ),
+        ({"solve": "cost-h", "failures_per_node_day": 1e-3}, "needs \\['restart_h'\\]"),
+        (
+            {
+                "solve": "cost-h",
+                "failures_per_node_day": 1e-3,
+                "restart_h": 0.1,
+                "cost_h": 1.0,
+            },
+            "leave it out",
+        ),
+        ({"solve": "queue", "restart_h": 0.1, "cost_h": 0.1}, "solve must be"),
+    ],
+)
+def test_solve_no_answer_says_why(kwargs: dict, match: str) -> None:
+    with pytest.raises(InvalidParameterError, match=match):
+        solve_whatif(target_ettr=0.9, gpus=100_000, **kwargs)
+
+
+@pytest.mark.parametrize("target", [1.0, 0.0, 1.5, float("nan"), True])
+def test_solve_target_must_be_inside_0_1(target: object) -> None:
+    with pytest.raises(InvalidParameterError, match="strictly between 0 and 1"):
+        solve_whatif(
+            target_ettr=target,  # type: ignore[arg-type]
+            solve="failure-rate",
+            gpus=8,
+            restart_h=0.1,
+            cost_h=0.1,
+        )
+
+
+def test_whatif_grid_and_references() -> None:
+    """One row per combination; MTTF(N) = 24/(N r_f) (Kokolis; README: 131,072 GPUs
+    at 6.5e-3 → 0.2254 h); given intervals are the ETTR of ettr_model.csv rows
+    'fixed' (0.684 at 60 min, 0.9323 at 5 min); the optimum is K1's 9.6697 min."""
+    out = whatif(
+        gpus=[16_000, 16_384, 131_072],
+        failures_per_node_day=6.5e-3,
+        restart_h=5 / 60,
+        cost_h=[0.0, 0.5 / 60],
+        interval_h=[None, 1.0, 5 / 60],
+    )
+    assert out.height == 3 * 2 * 3
+    assert out.columns == [
+        "gpus",
+        "n_nodes",
+        "failures_per_node_day",
+        "restart_h",
+        "cost_h",
+        "queue_h",
+        "interval_h",
+        "mttf_h",
+        "expected_ettr",
+        "interval_rule",
+    ]
+    assert out["interval_rule"].to_list()[:3] == ["optimal", "given", "given"]
+    fixed = out.filter(
+        (pl.col("gpus") == 16_000)
+        & (pl.col("cost_h") == 0.0)
+        & (pl.col("interval_rule") == "given")
+    )
+    assert [f"{x:.4g}" for x in fixed["expected_ettr"]] == ["0.684", "0.9323"]
+    k1 = out.filter(
+        (pl.col("gpus") == 16_384)
+        & (pl.col("cost_h") > 0)
+        & (pl.col("interval_rule") == "optimal")
+    ).row(0, named=True)
+    assert k1["interval_h"] * 60 == pytest.approx(9.6697, rel=1e-4)
+    assert k1["expected_ettr"] == pytest.approx(0.8644, abs=5e-5)
+    big = out.filter(pl.col("gpus") == 131_072)
+    assert big["n_nodes"].unique().to_list() == [16_384]
+    assert big["mttf_h"][0] == pytest.approx(0.2254, abs=5e-5)
+    # every row is expected_ettr / ettr_model of its own parameters
+    for row in out.iter_rows(named=True):
+        kw = {
+            "n_nodes": row["n_nodes"],
+            "failures_per_node_day": row["failures_per_node_day"],
+            "restart_h": row["restart_h"],
+            "cost_h": row["cost_h"],
+        }
+        if row["interval_rule"] == "given":
+            assert row["expected_ettr"] == expected_ettr(
+                **kw, interval_h=row["interval_h"]
+            )
+        else:
+            m = ettr_model(**kw, interval_h=1.0)
+            assert (row["interval_h"], row["expected_ettr"]) == (
+                m.optimal_interval_h,
+                m.ettr_at_optimal,
+            )
+
+
+def test_whatif_beyond_131072_gpus_and_odd_node_counts() -> None:
+    """A million GPUs, a queue wait, and a partial node (ceil(gpus / gpus_per_node))."""
+    out = whatif(
+        gpus=[1_000_000, 9],
+        failures_per_node_day=[1e-4, 0.0],
+        restart_h=0.1,
+        cost_h=0.01,
+        interval_h=0.5,
+        queue_h=0.2,
+    )
+    assert out["n_nodes"].to_list() == [125_000, 125_000, 2, 2]
+    assert out["mttf_h"][0] == pytest.approx(24 / (125_000 * 1e-4), rel=1e-12)
+    assert out["mttf_h"][1] is None  # rate 0: no failures, no MTTF
+    assert out["expected_ettr"][1] == pytest.approx(1 / (1 + 0.01 / 0.5), rel=1e-15)
+    assert out["expected_ettr"][0] == expected_ettr(
+        n_nodes=125_000,
+        failures_per_node_day=1e-4,
+        restart_h=0.1,
+        interval_h=0.5,
+        cost_h=0.01,
+        queue_h=0.2,
+    )
+
+
+def test_whatif_refusals() -> None:
+    with pytest.raises(InvalidParameterError, match="optimal interval"):
+        whatif(gpus=8, failures_per_node_day=0.0, restart_h=0.1, cost_h=0.1)
+    with pytest.raises(InvalidParameterError, match="at most 100,000"):
+        whatif(
+            gpus=list(range(1, 101)),
+            failures_per_node_day=[1e-3] * 50,
+            restart_h=[0.1] * 30,
+            cost_h=0.1,
+        )
+    with pytest.raises(InvalidParameterError, match="gpus must be a whole number >= 1"):
+        whatif(gpus=[0], failures_per_node_day=1e-3, restart_h=0.1, cost_h=0.1)
+    with pytest.raises(InvalidParameterError, match="empty"):
+        whatif(gpus=[], failures_per_node_day=1e-3, restart_h=0.1, cost_h=0.1)
+    with pytest.raises(
+        InvalidParameterError, match="interval_h must be a finite number > 0"
+    ):
+        whatif(
+            gpus=8, failures_per_node_day=1e-3, restart_h=0.1, cost_h=0.1, interval_h=0
+        )
