@@ -32,6 +32,7 @@ from typing import Literal
 import polars as pl
 
 from relkit._checks import checked as _checked
+from relkit._decision import CheckpointDecision, checkpoint_decision
 from relkit._ettr_model import ETTRModel, ettr_curve, ettr_model, expected_ettr
 from relkit._renewal import RenewalOptimum, renewal_ettr, renewal_optimum
 from relkit._two_level import (
@@ -45,11 +46,13 @@ from relkit._whatif import solve_whatif, whatif
 from relkit.errors import InvalidParameterError, SchemaError
 
 __all__ = [
+    "CheckpointDecision",
     "CheckpointIntervals",
     "ETTRModel",
     "NodeKeepingShare",
     "RenewalOptimum",
     "TwoLevelPlan",
+    "checkpoint_decision",
     "checkpoint_efficiency",
     "checkpoint_intervals",
     "daly_interval_h",

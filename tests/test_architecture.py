@@ -76,6 +76,7 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
             "_two_level",
             "_renewal",
             "_whatif",
+            "_decision",
         ),
     ),
     "jobs": (ANALYSIS, ("jobs",)),

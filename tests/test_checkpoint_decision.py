@@ -3,6 +3,7 @@ renewal-reward ETTR of fitted Weibull models, what-if sweeps and their inverse,
 and the decision with bounds from the failure count."""
 
 import csv
+import json
 import math
 
 import numpy as np
@@ -13,9 +14,11 @@ from hypothesis import strategies as st
 from shared_paths import SHARED
 
 from relkit.checkpoint import (
+    CheckpointDecision,
     NodeKeepingShare,
     RenewalOptimum,
     TwoLevelPlan,
+    checkpoint_decision,
     checkpoint_efficiency,
     ettr_model,
     exact_interval_h,
@@ -778,3 +781,176 @@ def test_whatif_refusals() -> None:
         whatif(
             gpus=8, failures_per_node_day=1e-3, restart_h=0.1, cost_h=0.1, interval_h=0
         )
+
+
+# ================================================================ the decision
+
+
+def test_ref_decision_llama3_rate_bounds() -> None:
+    """Llama 3 (shared/reference/README.md): 419 interruptions on 2,048 nodes in 54
+    days, exact Poisson (Garwood) 95 %: 3.789e-3 [3.435e-3, 4.169e-3] per node-day.
+    As a job-level rate over 54·24 h, ×24/2048 gives those per node-day."""
+    d = checkpoint_decision(
+        n_failures=419,
+        exposure_h=54 * 24,
+        restart_h=10 / 60,
+        cost_h=1 / 60,
+        confidence=0.95,
+    )
+    per_node_day = [
+        x * 24 / 2048
+        for x in (
+            d.failure_rate_per_h,
+            d.failure_rate_lower_per_h,
+            d.failure_rate_upper_per_h,
+        )
+    ]
+    assert [f"{x:.3e}" for x in per_node_day] == ["3.789e-03", "3.435e-03", "4.169e-03"]
+    # the interval and ETTR are Kokolis' optimum at that rate (ettr_model)
+    m = ettr_model(
+        n_nodes=2048,
+        failures_per_node_day=419 / (2048 * 54),
+        restart_h=10 / 60,
+        interval_h=1.0,
+        cost_h=1 / 60,
+    )
+    assert d.interval_h == pytest.approx(m.optimal_interval_h, rel=1e-12)
+    assert d.expected_ettr == pytest.approx(m.ettr_at_optimal, rel=1e-12)
+    assert d.interval_lower_h < d.interval_h < d.interval_upper_h
+    assert d.expected_ettr_lower < d.expected_ettr < d.expected_ettr_upper
+    # the bounds are the model at the rate bounds: the upper rate gives the lower
+    up = ettr_model(
+        n_nodes=2048,
+        failures_per_node_day=4.169e-3,
+        restart_h=10 / 60,
+        interval_h=d.interval_h,
+        cost_h=1 / 60,
+    )
+    assert d.interval_lower_h == pytest.approx(up.optimal_interval_h, rel=1e-3)
+    assert d.expected_ettr_lower == pytest.approx(up.ettr, rel=1e-4)
+    assert d.young_interval_h == pytest.approx(
+        math.sqrt(2 * (1 / 60) / d.failure_rate_per_h), rel=1e-12
+    )
+    assert d.method.startswith("Kokolis et al.")
+
+
+def test_ref_decision_rate_bounds_are_the_mtbf_bounds() -> None:
+    """README: r = 7, T = 14,980 h, c = 0.90 → MTBF [1139.3, 4559.7] h, so the rate
+    is within [1/4559.7, 1/1139.3] per hour."""
+    d = checkpoint_decision(
+        n_failures=7, exposure_h=14_980.0, restart_h=0.1, cost_h=0.05
+    )
+    assert 1 / d.failure_rate_upper_per_h == pytest.approx(1139.3, abs=0.05)
+    assert 1 / d.failure_rate_lower_per_h == pytest.approx(4559.7, abs=0.05)
+    assert d.failure_rate_per_h == 7 / 14_980
+
+
+def test_decision_no_failure_is_one_sided() -> None:
+    """n = 0: only the one-sided upper rate bound, −ln(1 − c)/T (README: 600 h at
+    90 % → MTBF at least 260.58 h); no point estimate of the interval."""
+    d = checkpoint_decision(n_failures=0, exposure_h=600.0, restart_h=0.1, cost_h=0.05)
+    assert d.failure_rate_upper_per_h == pytest.approx(-math.log(0.1) / 600, rel=1e-12)
+    assert 1 / d.failure_rate_upper_per_h == pytest.approx(260.58, abs=0.005)
+    assert (d.failure_rate_per_h, d.failure_rate_lower_per_h) == (0.0, 0.0)
+    assert (d.interval_h, d.interval_upper_h, d.expected_ettr) == (None, None, None)
+    assert d.young_interval_h is None
+    lam = d.failure_rate_upper_per_h
+    hand = math.sqrt(0.05**2 + 2 * 0.05 * (1 - lam * 0.1) / lam) - 0.05
+    assert d.interval_lower_h == pytest.approx(hand, rel=1e-12)
+    assert d.expected_ettr_upper == pytest.approx(1 / (1 + 0.05 / hand), rel=1e-12)
+    assert any("one-sided" in a for a in d.assumptions)
+
+
+def test_decision_scale_queue_and_errors() -> None:
+    base = {"n_failures": 12, "exposure_h": 300.0, "restart_h": 0.1, "cost_h": 0.02}
+    one = checkpoint_decision(**base)
+    two = checkpoint_decision(**base, scale=2.0)
+    assert two.failure_rate_per_h == 2 * one.failure_rate_per_h
+    assert two.failure_rate_upper_per_h == 2 * one.failure_rate_upper_per_h
+    assert two.interval_h < one.interval_h
+    assert any("×2" in a for a in two.assumptions)
+    assert not any("scaled" in a for a in one.assumptions)
+    queued = checkpoint_decision(**base, queue_h=0.3)
+    folded = checkpoint_decision(**{**base, "restart_h": 0.4})
+    assert queued.interval_h == folded.interval_h
+    assert queued.expected_ettr_lower == folded.expected_ettr_lower
+    assert any("q = 0.3 h" in a for a in queued.assumptions)
+    with pytest.raises(
+        InvalidParameterError, match=r"exposure_h must be > 0 hours.*Pass"
+    ):
+        checkpoint_decision(**{**base, "exposure_h": 0.0})
+    with pytest.raises(
+        InvalidParameterError, match="n_failures must be a whole number"
+    ):
+        checkpoint_decision(**{**base, "n_failures": -1})
+    with pytest.raises(InvalidParameterError, match="confidence"):
+        checkpoint_decision(**base, confidence=1.0)
+    with pytest.raises(InvalidParameterError, match="cost_h"):
+        checkpoint_decision(**{**base, "cost_h": 0.0})
+    with pytest.raises(InvalidParameterError, match="scale"):
+        checkpoint_decision(**base, scale=0.0)
+
+
+def test_decision_breakdown_says_so() -> None:
+    """λ(u0 + q) >= 1: no progress at any interval, said in the assumptions."""
+    d = checkpoint_decision(n_failures=50, exposure_h=10.0, restart_h=0.3, cost_h=0.01)
+    assert (d.interval_h, d.expected_ettr) == (0.0, 0.0)
+    assert any("no progress" in a for a in d.assumptions)
+
+
+def test_decision_to_dict_is_json() -> None:
+    d = checkpoint_decision(n_failures=3, exposure_h=100.0, restart_h=0.1, cost_h=0.02)
+    out = d.to_dict()
+    assert list(out) == [
+        "interval_h",
+        "interval_lower_h",
+        "interval_upper_h",
+        "expected_ettr",
+        "expected_ettr_lower",
+        "expected_ettr_upper",
+        "failure_rate_per_h",
+        "failure_rate_lower_per_h",
+        "failure_rate_upper_per_h",
+        "young_interval_h",
+        "method",
+        "assumptions",
+    ]
+    assert json.loads(json.dumps(out))["assumptions"] == list(d.assumptions)
+    assert isinstance(d, CheckpointDecision)
+    assert all(isinstance(a, str) and a.endswith(".") for a in d.assumptions)
+    assert any("Poisson process at the measured rate" in a for a in d.assumptions)
+    assert any("u₀ = 0.1 h" in a for a in d.assumptions)
+
+
+def test_decision_with_a_weibull_model() -> None:
+    """With a fitted model the interval is the renewal-reward maximiser; an
+    exponential model (D = 0) gives the exact Lambert-W optimum at its mean."""
+    base = {"n_failures": 20, "exposure_h": 200.0, "restart_h": 0.1, "cost_h": 0.05}
+    expo = checkpoint_decision(**base, model=[(1.0, 10.0, 1)])
+    assert expo.interval_h == pytest.approx(exact_interval_h(0.05, 10.0), rel=1e-6)
+    assert expo.method.startswith("renewal-reward, Weibull")
+    weib = checkpoint_decision(**base, model=[(0.7, 10.0, 1)], scale=2.0, queue_h=0.2)
+    best = renewal_optimum(
+        cost_h=0.05, restart_h=0.1, components=[(0.7, 10.0, 2.0)], downtime_h=0.2
+    )
+    assert weib.interval_h == best.interval_h
+    assert weib.expected_ettr == best.expected_ettr
+    assert weib.young_interval_h == best.young_interval_h
+    assert weib.interval_lower_h < weib.interval_h < weib.interval_upper_h
+    assert weib.expected_ettr_lower < weib.expected_ettr < weib.expected_ettr_upper
+    assert "shape 0.7" in weib.method
+    # the upper rate bound scales the hazard by λ_up/λ
+    ratio = weib.failure_rate_upper_per_h / weib.failure_rate_per_h
+    at_up = renewal_optimum(
+        cost_h=0.05,
+        restart_h=0.1,
+        components=[(0.7, 10.0, 2.0 * ratio)],
+        downtime_h=0.2,
+    )
+    assert weib.interval_lower_h == pytest.approx(at_up.interval_h, rel=1e-12)
+    with pytest.raises(
+        InvalidParameterError, match="model is given but n_failures is 0"
+    ):
+        checkpoint_decision(**{**base, "n_failures": 0}, model=[(0.7, 10.0, 1)])
+    with pytest.raises(InvalidParameterError, match="components must be"):
+        checkpoint_decision(**base, model=[(0.7, 10.0)])  # type: ignore[list-item]
