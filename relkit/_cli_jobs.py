@@ -32,6 +32,8 @@ INTERRUPTION_FIELDS = (
     "host",
     "n_gpus",
     "lost_gpu_h",
+    "lost_gpu_h_upper",
+    "lost_basis",
 )
 #: ``relkit rootcause --format json`` row fields (issue 5).
 ROOTCAUSE_FIELDS = ("component", "category", "interruptions", "pct")

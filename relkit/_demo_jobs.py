@@ -75,7 +75,12 @@ def simulated_interruptions(
         )
     by_cause = (
         interruptions.group_by("cause", "kind")
-        .agg(interruptions=pl.len(), lost_gpu_h=pl.col("lost_gpu_h").sum())
+        # the whole attempts' GPU-hours: an upper bound of the work lost (no
+        # checkpoint log is read here)
+        .agg(
+            interruptions=pl.len(),
+            lost_gpu_h_upper=pl.col("lost_gpu_h_upper").sum(),
+        )
         .sort("interruptions", "cause", descending=[True, False])
     )
     (out_dir / "tables").mkdir(parents=True, exist_ok=True)

@@ -72,7 +72,9 @@ def test_interruptions_json_fields(
     c08_db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 5 §3: rows job_id, attempt, end_ts, state, cause, failure_mode,
-    host, n_gpus, lost_gpu_h; C08: 4101 loses 17:15:30 x 8 nodes x 8 GPUs."""
+    host, n_gpus, lost_gpu_h, lost_gpu_h_upper, lost_basis; C08: 4101 loses at
+    most 17:15:30 x 8 nodes x 8 GPUs (the whole attempt); with no checkpoint
+    log in the store what it really lost is unknown (null)."""
     code, out, _ = run(capsys, "interruptions", "--db", c08_db, "--format", "json")
     assert code == 0
     rows = json.loads(out)
@@ -86,9 +88,13 @@ def test_interruptions_json_fields(
         "host",
         "n_gpus",
         "lost_gpu_h",
+        "lost_gpu_h_upper",
+        "lost_basis",
     ]
     node_fail = next(r for r in rows if r["job_id"] == "4101")
-    assert node_fail["lost_gpu_h"] == pytest.approx(138.0667 * 8, abs=0.01)
+    assert node_fail["lost_gpu_h_upper"] == pytest.approx(138.0667 * 8, abs=0.01)
+    assert node_fail["lost_gpu_h"] is None
+    assert node_fail["lost_basis"] is None
     code, out, _ = run(
         capsys,
         "interruptions",

@@ -350,7 +350,7 @@ def test_pod_without_gpu_request_has_zero_gpus() -> None:
     attempts, iv = _attempts_and_interruptions(store, gpus_per_node=8)
     row = attempts.filter(job_id="etl-daily").row(0, named=True)
     assert (row["n_gpus"], row["gpus_assumed"]) == (0, False)
-    assert iv.filter(job_id="etl-daily")["lost_gpu_h"].to_list() == [0.0]
+    assert iv.filter(job_id="etl-daily")["lost_gpu_h_upper"].to_list() == [0.0]
 
 
 def test_init_container_failures_are_attempts() -> None:
