@@ -64,12 +64,15 @@ from relkit.errors import (
 from relkit.exposure import build_exposure, observation_end
 from relkit.ingest import IngestResult, read_file, read_files
 from relkit.jobs import (
+    Goodput,
     InterruptionSummary,
     build_interruptions,
     build_job_attempts,
+    interruption_losses,
     interruption_summary,
     job_interruptions,
     job_table,
+    measure_goodput,
     root_cause_table,
 )
 from relkit.metrics import (
@@ -119,6 +122,7 @@ __all__ = [
     "ConvergenceError",
     "ETTRModel",
     "FailureProcess",
+    "Goodput",
     "IngestError",
     "IngestResult",
     "InsufficientDataError",
@@ -158,11 +162,13 @@ __all__ = [
     "first_failure_survival",
     "fit_lifetime_models",
     "fit_lifetimes",
+    "interruption_losses",
     "interruption_summary",
     "job_interruptions",
     "job_mttf_by_size",
     "job_table",
     "kaplan_meier",
+    "measure_goodput",
     "mtbf",
     "mtbf_bounds",
     "mtbf_by",

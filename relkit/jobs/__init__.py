@@ -9,6 +9,11 @@ time, never a cross product)
 and gives it a cause; :func:`root_cause_table` counts the interruptions in the
 rows of Llama 3's Table 5, planned and unexpected apart, and
 :func:`interruption_summary` gives the mean time between them.
+:func:`measure_goodput` follows a training run across its attempts and
+measures its goodput (ETTR) with the badput breakdown, from step records,
+checkpoint save times or the scheduler's records alone (modelled), and
+:func:`interruption_losses` charges each interruption the GPU-hours it really
+cost (``lost_gpu_h``; ``lost_gpu_h_upper`` is the whole attempt).
 
 Causes (``cause``):
 
@@ -48,6 +53,16 @@ from relkit.jobs._attribution import (
     build_interruptions,
     job_interruptions,
 )
+from relkit.jobs._goodput import (
+    GOODPUT_ATTEMPT_SCHEMA,
+    GOODPUT_RUN_SCHEMA,
+    LOST_BASIS,
+    MATCH_TOLERANCE_S,
+    RECORD_KINDS,
+    Goodput,
+    interruption_losses,
+    measure_goodput,
+)
 from relkit.jobs._rootcause import (
     InterruptionSummary,
     interruption_summary,
@@ -58,18 +73,26 @@ from relkit.taxonomy import INFRA_CAUSES, OPEN_STATES, PLANNED_FLAGS, STATE_CAUS
 __all__ = [
     "ATTEMPT_SCHEMA",
     "DEFAULT_SLACK_MIN",
+    "GOODPUT_ATTEMPT_SCHEMA",
+    "GOODPUT_RUN_SCHEMA",
     "INFRA_CAUSES",
     "INTERRUPTION_SCHEMA",
     "JOB_FIELDS",
+    "LOST_BASIS",
+    "MATCH_TOLERANCE_S",
     "OPEN_STATES",
     "PLANNED_FLAGS",
+    "RECORD_KINDS",
     "STATE_CAUSE",
+    "Goodput",
     "InterruptionSummary",
     "build_interruptions",
     "build_job_attempts",
     "drop_repeated_records",
+    "interruption_losses",
     "interruption_summary",
     "job_interruptions",
     "job_table",
+    "measure_goodput",
     "root_cause_table",
 ]
