@@ -819,6 +819,23 @@ def _measure_run(
                 f"Run {run_id}: {n_out} checkpoint save(s) fall outside every "
                 "attempt and were left out."
             )
+        levels = (
+            recs.filter(pl.col("kind") == "checkpoint_saved")["level"]
+            .drop_nulls()
+            .unique()
+            .sort()
+            .to_list()
+            if "level" in recs.columns
+            else []
+        )
+        if len(levels) > 1:
+            notes.append(
+                f"Run {run_id}: its checkpoints have several levels ({levels}); a "
+                "failure that loses the faster level (a node drained with its "
+                "host memory) restores an older checkpoint than the latest "
+                "assumed here, so lost progress may be understated and ETTR "
+                "overstated; step and checkpoint_restored records would say."
+            )
         return (
             _RunResult(
                 evidence=_SAVES,
