@@ -14,6 +14,8 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from shared_paths import SHARED
 
 from relkit.errors import InvalidParameterError, SchemaError
@@ -607,3 +609,178 @@ def test_recover_bundled_run_lost_gpu_hours() -> None:
     assert lost == pytest.approx(45_000, rel=0.05)
     unexpected = iv.filter(kind="unexpected")["lost_gpu_h"].sum()
     assert unexpected >= run["lost_work_h"] * run["n_gpus"]
+
+
+# -- properties -----------------------------------------------------------------------
+
+
+@st.composite
+def small_runs(draw: st.DrawFn) -> tuple[pl.DataFrame, float]:
+    """A run log written step by step, and its productive seconds by construction.
+
+    Uniform step time tau; a checkpoint after every C steps (blocking save w);
+    a step_end mark every M steps; attempt 1 may log its first step_start,
+    later attempts log the restore of the latest checkpoint. Each attempt but
+    the last ends by a failure part-way into a step, the last by a failure or
+    a job_end. Kept steps: an attempt's steps below the step the next attempt
+    restored (the last attempt: all after a job_end, up to its latest
+    checkpoint after a failure).
+    """
+    tau = draw(st.sampled_from([1.0, 2.5, 10.0]))
+    every_ckpt = draw(st.integers(1, 8))
+    every_mark = draw(st.integers(1, 12))
+    save = draw(st.sampled_from([0.0, 0.5, 3.0]))
+    n_att = draw(st.integers(1, 4))
+    rows: list[dict[str, Any]] = []
+    t = 0.0
+    latest = 0
+    spans = []  # (restored, reached, ended_by, latest checkpoint after it)
+    for k in range(1, n_att + 1):
+        t += draw(st.floats(0, 50)) if k > 1 else 0.0
+        base = {"run_id": "p", "attempt": k}
+        rows.append({**base, "ts": at(t), "kind": "job_start"})
+        startup = draw(st.floats(0, 20))
+        r = latest
+        t += startup
+        if k > 1:
+            rows.append(
+                {
+                    **base,
+                    "ts": at(t),
+                    "kind": "checkpoint_restored",
+                    "step": r,
+                    "restore_s": startup * draw(st.floats(0, 1)),
+                }
+            )
+        elif draw(st.booleans()):
+            rows.append({**base, "ts": at(t), "kind": "step_start", "step": 0})
+        n = r
+        for _ in range(draw(st.integers(0, 30))):
+            t += tau
+            n += 1
+            if n % every_mark == 0:
+                rows.append({**base, "ts": at(t), "kind": "step_end", "step": n - 1})
+            if n % every_ckpt == 0:
+                t += save
+                rows.append(
+                    {
+                        **base,
+                        "ts": at(t),
+                        "kind": "checkpoint_saved",
+                        "step": n,
+                        "save_s": save,
+                    }
+                )
+                latest = n
+        last = k == n_att
+        if last and draw(st.booleans()):
+            t += draw(st.floats(0, 5))
+            rows.append({**base, "ts": at(t), "kind": "job_end", "step": n})
+            spans.append((r, n, "job_end", latest))
+        else:
+            t += tau * draw(st.floats(0, 0.99))
+            rows.append({**base, "ts": at(t), "kind": "failure"})
+            spans.append((r, n, "failure", latest))
+    kept = 0
+    for k, (r, reached, ended_by, ckpt) in enumerate(spans):
+        if k + 1 < len(spans):
+            top = spans[k + 1][0]
+        elif ended_by == "failure":
+            top = max(ckpt, r)
+        else:
+            top = reached
+        kept += max(min(reached, top) - r, 0)
+    return records(rows), kept * tau
+
+
+@given(small_runs())
+@settings(max_examples=150)
+def test_prop_badput_sums_and_productive_is_kept_steps(
+    run: tuple[pl.DataFrame, float],
+) -> None:
+    """Any run: the categories sum to wall - productive per run and attempt,
+    ETTR is in [0, 1], and productive time is the kept steps x the step time
+    exactly (uniform steps, so interpolating sparse marks is exact), unless
+    the log gives no step time (two marks) to place attempt 1's first step or
+    a job_end's last steps, which a note then says. Logs without a step
+    record are evidence (c) and left out here."""
+    frame, productive_s = run
+    # a log without any step record is not evidence (a) (it needs an assumption)
+    assume(frame["kind"].is_in(["step_start", "step_end"]).any())
+    g = measure_goodput(frame)
+    assert_sums(g)
+    got = g.runs.row(0, named=True)
+    assert got["ettr_frac"] is None or 0.0 <= got["ettr_frac"] <= 1.0
+    untimed = ("too few progress records", "give no step time")
+    if not any(u in n for n in g.notes for u in untimed):
+        assert got["productive_h"] * 3600 == pytest.approx(productive_s, abs=1e-6)
+
+
+@st.composite
+def scheduled_runs(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A requeue chain of 1-4 attempts (the last possibly still running) and
+    checkpoint saves at random times inside them."""
+    rows, saves = [], []
+    t = 0.0
+    n = draw(st.integers(1, 4))
+    for k in range(1, n + 1):
+        submit = t
+        t += draw(st.floats(0, 2))
+        start, duration = t, draw(st.floats(0, 10))
+        t += duration
+        running = k == n and draw(st.booleans())
+        state = (
+            "RUNNING"
+            if running
+            else draw(st.sampled_from(["COMPLETED", "NODE_FAIL", "FAILED", "REQUEUED"]))
+        )
+        rows.append(
+            {
+                "job_id": "j",
+                "attempt": k,
+                "state": state,
+                "submit_ts": hours(submit),
+                "start_ts": hours(start),
+                "end_ts": None if running else hours(t),
+                "n_gpus": 8,
+            }
+        )
+        marks = sorted(draw(st.lists(st.floats(0, 1), max_size=5)))
+        prev = start
+        for f in marks:
+            end = start + f * duration
+            save = min(draw(st.floats(0, 0.2)), end - prev)
+            saves.append(
+                {
+                    "run_id": "j",
+                    "job_id": "j",
+                    "ts": hours(end),
+                    "kind": "checkpoint_saved",
+                    "save_s": save * 3600,
+                }
+            )
+            prev = end
+    att = sched(rows).with_columns(
+        stop_ts=pl.coalesce("end_ts", pl.lit(hours(t), dtype=pl.Datetime("us", "UTC")))
+    )
+    return records(saves), att
+
+
+@given(scheduled_runs(), st.floats(0.1, 5), st.sampled_from([None, hours(100)]))
+@settings(max_examples=100)
+def test_prop_attempt_evidence_sums(
+    run: tuple[pl.DataFrame, pl.DataFrame],
+    interval_h: float,
+    as_of: datetime | None,
+) -> None:
+    """Evidence (b) (when saves exist) and (c): the categories sum to wall -
+    productive exactly, and ETTR is in [0, 1], with or without an as_of past
+    the data."""
+    saves, att = run
+    levels = [measure_goodput(None, att, assumed_interval_h=interval_h, as_of=as_of)]
+    if saves.height:
+        levels.append(measure_goodput(saves, att, as_of=as_of))
+    for g in levels:
+        assert_sums(g)
+        ettr = g.runs["ettr_frac"][0]
+        assert ettr is None or 0.0 <= ettr <= 1.0 + 1e-12

@@ -278,14 +278,13 @@ def account_steps(
         tail = end - last_t
         if sp.ended_by == "failure":
             acc.lost += tail
-        elif (
-            sp.ended_by == "job_end"
-            and a.final_n is not None
-            and a.final_n > last_n
-            and tau is not None
-        ):
+        elif sp.ended_by == "job_end" and a.final_n is not None and a.final_n > last_n:
             # steps the job_end says were done after the last mark
-            work = min(tail, (a.final_n - last_n) * tau)
+            if tau is None:
+                work = tail
+                said["untimed_final"] += 1
+            else:
+                work = min(tail, (a.final_n - last_n) * tau)
             kept = min(max(keep_below - last_n, 0.0), a.final_n - last_n)
             share = kept / (a.final_n - last_n)
             acc.productive += work * share
@@ -324,6 +323,13 @@ def account_steps(
             "their first step and the run has too few progress records for a "
             "step time; their steps are taken to start at the attempt's start "
             "(no start-up time)."
+        )
+    if said["untimed_final"]:
+        notes.append(
+            f"Run {run_id}: {said['untimed_final']} attempt(s) end (job_end) with "
+            "more steps done than their last progress record shows, and the run's "
+            "records give no step time; the time from that record to the job_end "
+            "is counted as those steps."
         )
     if said["backwards"]:
         notes.append(
