@@ -3,12 +3,14 @@
 Each function takes one run's attempts, already parsed into plain Python and
 numpy values (seconds since the run's origin), and returns one
 :class:`Account` per attempt: how each second of the attempt, and of the gap
-after it, was spent. Three levels of evidence:
+after it, was spent. Two levels of evidence:
 
 - :func:`account_steps`: step and checkpoint records (``step_start``,
   ``step_end``, ``checkpoint_saved``, ``checkpoint_restored``);
-- :func:`account_saves`: attempt spans plus checkpoint save times only;
-- :func:`account_modelled`: attempt spans alone and an assumed interval.
+- :func:`account_saves`: attempt spans plus checkpoint save times only.
+
+(Attempt spans alone, modelled with an assumed interval, are
+:mod:`relkit.jobs._goodput_model`.)
 
 Every second of an attempt lands in exactly one category, and every second of
 the gap before the next attempt in ``recovery`` or ``queue``, so the
@@ -27,7 +29,6 @@ __all__ = [
     "Account",
     "RecordAttempt",
     "Span",
-    "account_modelled",
     "account_saves",
     "account_steps",
     "split_gaps",
@@ -487,52 +488,6 @@ def account_saves(
             f"start-up is taken as the run's median ({typical / 3600:.4g} h)."
         )
     return accounts, dt, n_out
-
-
-def account_modelled(
-    spans: list[Span],
-    *,
-    interval_s: float,
-    cost_s: float,
-    restart_s: float,
-) -> list[Account]:
-    """Model each attempt's time from its span alone (ETTR model).
-
-    Every attempt after the first starts with ``restart_s`` of start-up and
-    restore; an attempt ended by a failure loses ``min(its compute time,
-    interval_s / 2)`` of work; the rest is compute in cycles of ``interval_s``
-    and a save of ``cost_s``. An open attempt's time after its last sign of
-    running (``running_until``) is ``other``.
-
-    Parameters
-    ----------
-    spans : list of Span
-        The run's attempts in start order, every ``end`` decided.
-    interval_s, cost_s, restart_s : float
-        Assumed checkpoint interval, blocking save time and restart overhead,
-        seconds.
-
-    Returns
-    -------
-    list of Account
-        One per span, gaps not yet split.
-    """
-    accounts = []
-    for k, sp in enumerate(spans):
-        running = _running(sp)
-        duration = running - sp.start
-        acc = Account(span=sp)
-        acc.startup = min(restart_s, duration) if k > 0 else 0.0
-        work = duration - acc.startup
-        if sp.ended_by == "failure":
-            acc.lost = min(work, interval_s / 2.0)
-        kept = work - acc.lost
-        cycles = math.floor(kept / (interval_s + cost_s)) if kept > 0 else 0
-        acc.save = cycles * cost_s
-        acc.productive = kept - acc.save
-        acc.other = _end(sp) - running
-        accounts.append(acc)
-    return accounts
 
 
 def _end(sp: Span) -> float:
