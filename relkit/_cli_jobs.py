@@ -94,6 +94,18 @@ def _job_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame]:
     )
 
 
+def _with_losses(
+    args: argparse.Namespace, interruptions: pl.DataFrame
+) -> tuple[pl.DataFrame, str | None]:
+    """Fill ``lost_gpu_h`` from the store's checkpoint log, when it has one."""
+    from relkit.answers import interruptions_with_losses
+    from relkit.store import Store
+
+    with Store(args.db, read_only=True) as store:
+        tables = [store.table(t) for t in ("checkpoints", "jobs", "job_nodes")]
+    return interruptions_with_losses(interruptions, *tables)
+
+
 #: How to export a dump that times the jobs and counts their GPUs.
 _EXPORT = (
     "sacct -P --allusers --duplicates --format=JobID,JobIDRaw,State,ExitCode,"
@@ -165,6 +177,9 @@ def _cmd_interruptions(args: argparse.Namespace, emit: Emit, progress: Progress)
             msg = f"--kind {bad}: choose from {sorted(known)}, e.g. --kind unexpected"
             raise RelkitError(msg)
         interruptions = interruptions.filter(pl.col("kind").is_in(kinds))
+    interruptions, note = _with_losses(args, interruptions)
+    if note is not None:
+        progress(f"note: {note}")
     emit(interruptions.select(INTERRUPTION_FIELDS), args.format)
     return 0
 

@@ -14,6 +14,14 @@ from typing import TYPE_CHECKING, Literal
 import polars as pl
 
 from relkit import checkpoint, metrics, survival
+from relkit._answers_goodput import (
+    SWEEP_GPUS,
+    decide_checkpoints,
+    decision_curve,
+    decision_scale_sweep,
+    interruptions_with_losses,
+    run_goodput,
+)
 from relkit.errors import InsufficientDataError, SchemaError
 from relkit.observation import (
     ASSUMED_BASIS,
@@ -32,15 +40,21 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ASSUMED_BASIS",
+    "SWEEP_GPUS",
     "checkpoint_plan_by_system",
+    "decide_checkpoints",
+    "decision_curve",
+    "decision_scale_sweep",
     "event_table",
     "excluded_failures",
     "first_failure_survival",
     "incident_table",
+    "interruptions_with_losses",
     "log_end",
     "mtbf_by",
     "mtbf_of",
     "no_wall_time_note",
+    "run_goodput",
     "store_tables",
     "survival_by",
     "time_between_failures",

@@ -459,14 +459,6 @@ def _cmd_incidents(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_checkpoint(args: argparse.Namespace) -> int:
-    from relkit.checkpoint import checkpoint_intervals
-
-    result = checkpoint_intervals(args.cost_h, args.mtbf_h, restart_h=args.restart_h)
-    _emit(result.to_dict(), args.format)
-    return 0
-
-
 def _cmd_ettr(args: argparse.Namespace) -> int:
     from relkit.checkpoint import ettr_model
     from relkit.errors import InvalidParameterError
@@ -779,19 +771,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_incidents)
 
     p = verbs.add_parser(
-        "checkpoint", help="optimal checkpoint interval (Young, Daly, exact)"
-    )
-    p.add_argument(
-        "--mtbf-h", type=float, required=True, help="MTBF of the whole job, hours"
-    )
-    p.add_argument(
-        "--cost-h", type=float, required=True, help="checkpoint write time, hours"
-    )
-    p.add_argument("--restart-h", type=float, default=0.0, help="restart time, hours")
-    _add_format(p)
-    p.set_defaults(func=_cmd_checkpoint)
-
-    p = verbs.add_parser(
         "ettr", help="expected ETTR of a training run (Kokolis et al. 2025)"
     )
     p.add_argument("--gpus", type=int, required=True, help="GPUs in the job")
@@ -873,7 +852,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p)
     p.set_defaults(func=_cmd_demo)
 
+    from relkit._cli_goodput import add_goodput_verbs  # goodput, checkpoint, whatif
     from relkit._cli_jobs import add_job_verbs  # jobs, interruptions, rootcause, ...
+
+    add_goodput_verbs(
+        verbs,
+        emit=_emit,
+        progress=_progress,
+        parse_instant=_parse_instant,
+        add_db=_add_db,
+        add_format=_add_format,
+    )
 
     add_job_verbs(
         verbs,

@@ -83,12 +83,12 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
     "scale": (ANALYSIS, ("scale",)),
     "published": (ANALYSIS, ("published",)),
     # composition: reads store tables and calls analysis
-    "answers": (COMPOSITION, ("answers",)),
+    "answers": (COMPOSITION, ("answers", "_answers_goodput")),
     # charts: the only Altair user
     "charts": (CHARTS, ("charts",)),
     # presentation: thin users of the library
     "report": (PRESENTATION, ("report", "_html", "_demo_jobs")),
-    "cli": (PRESENTATION, ("cli", "_cli_jobs", "__main__")),
+    "cli": (PRESENTATION, ("cli", "_cli_jobs", "_cli_goodput", "__main__")),
     "api": (PRESENTATION, ("__init__",)),
 }
 #: rooms analysis may not import (DESIGN.md §1).

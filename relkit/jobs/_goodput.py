@@ -174,8 +174,8 @@ def measure_goodput(
         ``queue_before_start_h`` (first submit to first start, null when
         unknown) and ``ettr_with_queue_frac`` = productive / (wall +
         queue_before_start); ``n_attempts``, ``n_interruptions`` (attempts
-        ended by a failure); the badput in hours ``badput_startup_h``,
-        ``badput_checkpoint_save_h``, ``badput_checkpoint_restore_h``,
+        ended by a failure); the badput in hours ``badput_init_h``,
+        ``badput_checkpoint_h``, ``badput_restore_h``,
         ``badput_lost_progress_h``, ``badput_recovery_h``,
         ``badput_queue_h``, ``badput_other_h``, which sum to ``wall_h -
         productive_h``; ``n_checkpoints`` (saves recorded; null when
@@ -187,8 +187,8 @@ def measure_goodput(
         number, else 1..n in start order), ``job_id``, ``start_ts``,
         ``end_ts``, ``ended_by`` (``failure``, ``job_end``: a completed
         attempt or a deliberate requeue, ``open``), ``n_gpus``, the hours of
-        the attempt (``productive_h``, ``startup_h``,
-        ``checkpoint_restore_h``, ``checkpoint_save_h``,
+        the attempt (``productive_h``, ``init_h``,
+        ``restore_h``, ``checkpoint_h``,
         ``lost_progress_h``: its work later redone, ``other_h``) and of the
         gap after it to the next attempt's start (``recovery_h``,
         ``queue_h``), ``last_checkpoint_ts`` (end of its last save),
@@ -571,8 +571,10 @@ def interruption_losses(
     ``"job attempts + checkpoint times"``, or ``"assumed checkpoint
     interval"`` (modelled). The scheduler numbers attempts per job id while a
     run's log numbers them across the run, so the match is on job id and end
-    time, not attempt number. ``lost_gpu_h_upper`` (the whole attempt) is
-    left as it is.
+    time, not attempt number. ``lost_gpu_h_upper`` and ``lost_node_h_upper``
+    (the whole attempt: all its work lost, as if no checkpoint survived) gain
+    the same downtime and restart :math:`R + Q + S_{next} + V_{next}` where an
+    attempt matches, so the bound stays above the estimate.
 
     Examples
     --------
@@ -598,8 +600,8 @@ def interruption_losses(
     ...         "lost_progress_h": [0.5, 0.0],
     ...         "recovery_h": [0.75, 0.0],
     ...         "queue_h": [0.25, 0.0],
-    ...         "startup_h": [0.1, 0.2],
-    ...         "checkpoint_restore_h": [0.0, 0.3],
+    ...         "init_h": [0.1, 0.2],
+    ...         "restore_h": [0.0, 0.3],
     ...         "evidence": "step records",
     ...     }
     ... )
@@ -618,8 +620,8 @@ def interruption_losses(
         "lost_progress_h",
         "recovery_h",
         "queue_h",
-        "startup_h",
-        "checkpoint_restore_h",
+        "init_h",
+        "restore_h",
         "evidence",
     ]
     require_columns(goodput_attempts, need, where="interruption_losses")
@@ -633,11 +635,9 @@ def interruption_losses(
             f"{tolerance_s!r}."
         )
         raise InvalidParameterError(msg)
-    nxt = pl.col("startup_h").shift(-1).over("run_id", order_by="start_ts").fill_null(
+    nxt = pl.col("init_h").shift(-1).over("run_id", order_by="start_ts").fill_null(
         0.0
-    ) + pl.col("checkpoint_restore_h").shift(-1).over(
-        "run_id", order_by="start_ts"
-    ).fill_null(0.0)
+    ) + pl.col("restore_h").shift(-1).over("run_id", order_by="start_ts").fill_null(0.0)
     basis = (
         pl.when(pl.col("evidence") == STEPS)
         .then(pl.lit(LOST_BASIS[STEPS]))
@@ -654,6 +654,7 @@ def interruption_losses(
         + pl.col("recovery_h")
         + pl.col("queue_h")
         + nxt,
+        _down=pl.col("recovery_h") + pl.col("queue_h") + nxt,
         _basis=basis,
     ).filter(pl.col("_gend").is_not_null())
     frame = interruptions.with_row_index("_row")
@@ -667,12 +668,23 @@ def interruption_losses(
         .filter(pl.col("_dist") <= tol_us)
         .sort("_row", "_dist")
         .unique("_row", keep="first", maintain_order=True)
-        .select("_row", "_ggpus", "_hours", "_basis")
+        .select("_row", "_ggpus", "_hours", "_down", "_basis")
     )
     out = frame.join(pairs, on="_row", how="left")
     gpus = pl.coalesce(
         pl.col("n_gpus").cast(pl.Float64), pl.col("_ggpus").cast(pl.Float64)
     )
+    # the upper bound pays the same downtime and restart as the estimate
+    widen = [
+        (pl.col(col) + pl.col("_down").fill_null(0.0) * size).alias(col)
+        for col, size in (
+            ("lost_gpu_h_upper", gpus),
+            ("lost_node_h_upper", pl.col("n_nodes").cast(pl.Float64)),
+        )
+        if col in out.columns
+        and (col != "lost_node_h_upper" or "n_nodes" in out.columns)
+    ]
+    out = out.with_columns(widen)
     return (
         out.with_columns(
             lost_gpu_h=pl.when(pl.col("_hours").is_not_null())
@@ -689,5 +701,5 @@ def interruption_losses(
             .cast(pl.String),
         )
         .sort("_row")
-        .drop("_row", "_ggpus", "_hours", "_basis")
+        .drop("_row", "_ggpus", "_hours", "_down", "_basis")
     )
