@@ -1,0 +1,38 @@
+"""Altair chart builders for relkit's aggregated frames.
+
+Every builder takes a tidy polars frame produced by an analysis module, checks
+its columns, aggregates in polars where needed so that the embedded dataset
+has at most :data:`MAX_ROWS` rows (Altair's ``MaxRowsError`` limit), and returns
+the chart without displaying it. This is the only relkit module that imports
+Altair; :func:`enable_theme` is relkit's one global action.
+"""
+
+from relkit.charts._ettr import ettr_chart, ettr_interval_chart, ettr_scale_chart
+from relkit.charts._failures import (
+    events_timeline_chart,
+    kaplan_meier_chart,
+    mtbf_chart,
+    tbf_histogram_chart,
+)
+from relkit.charts._goodput import badput_waterfall_chart
+from relkit.charts._theme import (
+    MAX_ROWS,
+    THEME_NAME,
+    enable_offline_rendering,
+    enable_theme,
+)
+
+__all__ = [
+    "MAX_ROWS",
+    "THEME_NAME",
+    "badput_waterfall_chart",
+    "enable_offline_rendering",
+    "enable_theme",
+    "ettr_chart",
+    "ettr_interval_chart",
+    "ettr_scale_chart",
+    "events_timeline_chart",
+    "kaplan_meier_chart",
+    "mtbf_chart",
+    "tbf_histogram_chart",
+]
