@@ -366,6 +366,13 @@ def _write_report(
 
     progress("checkpoint intervals for a job spanning each system")
     sections.append(_checkpoint_section(st, a, tables))
+    from relkit._report_goodput import goodput_section
+
+    measured = goodput_section(
+        store, tables, confidence=a.confidence, progress=progress
+    )
+    if measured is not None:
+        sections.append(measured)
 
     for name, frame in tables.items():
         frame.write_csv(tables_dir / f"{name}.csv")

@@ -87,7 +87,7 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
     # charts: the only Altair user
     "charts": (CHARTS, ("charts",)),
     # presentation: thin users of the library
-    "report": (PRESENTATION, ("report", "_html", "_demo_jobs")),
+    "report": (PRESENTATION, ("report", "_html", "_demo_jobs", "_report_goodput")),
     "cli": (PRESENTATION, ("cli", "_cli_jobs", "_cli_goodput", "__main__")),
     "api": (PRESENTATION, ("__init__",)),
 }

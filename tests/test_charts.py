@@ -457,10 +457,16 @@ def test_events_timeline_errors() -> None:
 
 
 def test_charts_never_disable_max_rows() -> None:
-    """C19: relkit must not switch Altair's row limit off anywhere."""
-    import inspect
+    """C19: relkit must not switch Altair's row limit off anywhere (every module
+    of the relkit package, charts' private modules included)."""
+    from pathlib import Path
 
-    assert "disable_max_rows" not in inspect.getsource(charts)
+    import relkit
+
+    files = sorted(Path(relkit.__file__).parent.rglob("*.py"))
+    assert any(f.parent.name == "charts" for f in files)
+    offending = [str(f) for f in files if "disable_max_rows" in f.read_text("utf-8")]
+    assert offending == []
 
 
 # --- badput waterfall (issue 11 §4) -------------------------------------------

@@ -1395,3 +1395,16 @@ def test_docs_cite_sources() -> None:
     raises = (write_simulation.__doc__ or "").split("Raises")[1]
     assert "OSError" in raises
     assert "InvalidParameterError" in raises
+
+
+def test_preset_spare_nodes_given_with_sizes_wins() -> None:
+    """simulation_preset(nodes=, run_nodes=, spare_nodes=) raised TypeError
+    (spare_nodes passed twice to SimConfig.replace); the given count wins, and
+    a count that does not fit is refused by name."""
+    from relkit.errors import InvalidParameterError
+    from relkit.simulate import simulation_preset
+
+    cfg = simulation_preset("llama3-54d", nodes=160, run_nodes=128, spare_nodes=16)
+    assert (cfg.nodes, cfg.run_nodes, cfg.spare_nodes) == (160, 128, 16)
+    with pytest.raises(InvalidParameterError, match="spare_nodes as given"):
+        simulation_preset("llama3-54d", nodes=140, run_nodes=128, spare_nodes=16)

@@ -320,8 +320,25 @@ def ettr_interval_chart(
         for kind, point in (("measured", measured), ("optimum", best))
         if point is not None
     ]
-    x = alt.X("interval_min:Q").scale(type="log").title("Checkpoint interval (min)")
-    y = alt.Y("ettr:Q").axis(format="%").title("ETTR")
+    shown_min = [
+        *data["interval_min"].to_list(),
+        *(p[0] * 60 for p in (measured, best) if p is not None),
+    ]
+    low, high = min(shown_min), max(shown_min)
+    ticks = [  # 1-2-5 steps: a log axis labels every power otherwise, overlapping
+        m * 10.0**k
+        for k in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+        for m in (1, 2, 5)
+        if low <= m * 10.0**k <= high
+    ]
+    x = (
+        alt.X("interval_min:Q")
+        .scale(type="log")
+        .axis(values=ticks or None, labelOverlap="greedy")
+        .title("Checkpoint interval (min)")
+    )
+    # the curve's own range, not 0-100 %: near the optimum it is flat
+    y = alt.Y("ettr:Q").scale(zero=False).axis(format="%").title("ETTR")
     tooltip = [
         alt.Tooltip("interval_min:Q").format(",.3g").title("interval (min)"),
         alt.Tooltip("ettr:Q").format(".2%").title("expected ETTR"),
@@ -333,7 +350,10 @@ def ettr_interval_chart(
             .mark_area(opacity=0.2, color="#4c78a8")
             .encode(
                 x=x,
-                y=alt.Y("ettr_lower:Q").axis(format="%").title("ETTR"),
+                y=alt.Y("ettr_lower:Q")
+                .scale(zero=False)
+                .axis(format="%")
+                .title("ETTR"),
                 y2="ettr_upper:Q",
                 tooltip=[
                     *tooltip,
@@ -384,10 +404,19 @@ def ettr_interval_chart(
                 ],
             )
         )
+        # labels apart: the optimum's above its point, the measured one's below
+        values = [*data[value_cols].to_numpy().ravel().tolist(), *points["ettr"]]
+        values = [v for v in values if v is not None and math.isfinite(v)]
+        gap = max(0.04 * (max(values) - min(values)), 1e-4)
+        labelled = points.with_columns(
+            label_ettr=pl.when(pl.col("kind") == "optimum")
+            .then(pl.col("ettr") + gap)
+            .otherwise(pl.col("ettr") - gap)
+        )
         layers.append(
-            alt.Chart(points)
-            .mark_text(align="left", dx=8, dy=-10)
-            .encode(x=x, y=y, text="label:N", color=colour)
+            alt.Chart(labelled)
+            .mark_text(align="left", dx=8)
+            .encode(x=x, y=alt.Y("label_ettr:Q"), text="label:N", color=colour)
         )
     return alt.layer(*layers, title=chart_title(title))
 

@@ -127,8 +127,9 @@ def badput_waterfall_chart(
     runs : pl.DataFrame
         One row per run (e.g. the runs frame of :mod:`relkit.jobs`), columns
         ``run_id`` (cast to text), ``evidence`` (text: how the split was
-        measured), ``wall_h``, ``productive_h`` (h, >= 0), ``ettr`` (fraction
-        in [0, 1], shown as given; null prints "n/a") and the badput columns
+        measured), ``wall_h``, ``productive_h`` (h, >= 0), ``ettr`` or
+        ``ettr_frac`` (fraction in [0, 1], shown as given; null prints "n/a")
+        and the badput columns
         ``badput_init_h``, ``badput_checkpoint_h``, ``badput_restore_h``,
         ``badput_lost_progress_h``, ``badput_recovery_h``, ``badput_queue_h``,
         ``badput_other_h`` (h, >= 0 or null).
@@ -206,6 +207,8 @@ def badput_waterfall_chart(
     import altair as alt
 
     where = "badput_waterfall_chart"
+    if "ettr" not in runs.columns and "ettr_frac" in runs.columns:
+        runs = runs.rename({"ettr_frac": "ettr"})  # relkit.jobs.measure_goodput's runs
     cols = [
         "run_id",
         "evidence",

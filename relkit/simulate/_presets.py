@@ -384,13 +384,20 @@ def simulation_preset(
     fields: dict[str, Any] = {}
     if nodes is not None or run_nodes is not None or tpl is not base:
         n, run, spare = _sizes(tpl, nodes=nodes, run_nodes=run_nodes)
+        given_spare = "spare_nodes" in changes
+        spare = changes.pop("spare_nodes", spare)  # a given spare count wins
         need = run + spare + (1 if background_jobs else 0)
         if run_nodes is not None and need > n:
             also = " and a node for the background jobs" if background_jobs else ""
             msg = (
-                f"--run-nodes {run} and its {spare} spare node(s) (spare_nodes, a "
-                f"preset value: {tpl.spare_nodes} per {tpl.run_nodes} run nodes, "
-                f"rounded up){also} do not fit in --nodes {n}; raise --nodes to at "
+                f"--run-nodes {run} and its {spare} spare node(s) ("
+                + (
+                    "spare_nodes as given"
+                    if given_spare
+                    else f"spare_nodes, a preset value: {tpl.spare_nodes} per "
+                    f"{tpl.run_nodes} run nodes, rounded up"
+                )
+                + f"){also} do not fit in --nodes {n}; raise --nodes to at "
                 f"least {need} or lower --run-nodes."
             )
             raise InvalidParameterError(msg)
