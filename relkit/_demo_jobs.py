@@ -5,7 +5,8 @@ The bundled ``synthetic`` dataset (``relkit simulate --preset llama3-54d
 cluster produces; relkit ingests its assets, ``sacct -D -P`` dump and kernel logs
 like any other, attributes the run's interruptions, and the demo prints them by
 cause and in the shape of Llama 3 Table 5, next to the injected truth in
-``ground_truth.json``.
+``ground_truth.json``; from the run's checkpoint log it measures the run's
+ETTR and what each interruption cost, and recommends its checkpoint interval.
 """
 
 import json
@@ -36,11 +37,18 @@ def simulated_interruptions(
     -------
     dict
         ``simulated_run`` (what was simulated), ``simulated_interruptions``
-        (unexpected and planned counts found, with the injected ones) and
-        ``interruptions_by_cause`` (``cause (kind): n`` pairs).
+        (unexpected and planned counts found, with the injected ones),
+        ``interruptions_by_cause`` (``cause (kind): n`` pairs),
+        ``simulated_run_ettr`` (measured from the checkpoint log, with the
+        truth) and ``checkpoint_interval`` (recommended, with bounds).
     """
     from relkit import datasets
-    from relkit.answers import log_end
+    from relkit.answers import (
+        decide_checkpoints,
+        interruptions_with_losses,
+        log_end,
+        run_goodput,
+    )
     from relkit.ingest import read_file, read_path
     from relkit.jobs import job_interruptions, root_cause_table
 
@@ -67,23 +75,34 @@ def simulated_interruptions(
             reference_date=ref_date,
             host_from_filename=True,
         )
+        read_file(store, raw / "checkpoints.jsonl", kind="checkpoints")
         _, interruptions = job_interruptions(
             store.table("jobs"),
             store.table("job_nodes"),
             store.table("events"),
             end_of_log=log_end(store.table("sources")),
         )
+        tables = [store.table(t) for t in ("checkpoints", "jobs", "job_nodes")]
+    progress("measuring the run's goodput from its checkpoint log")
+    interruptions, _ = interruptions_with_losses(interruptions, *tables)
+    goodput = run_goodput(*tables)
+    for note in goodput.notes:
+        progress(f"note: {note}")
+    decision = decide_checkpoints(goodput).row(0, named=True)
+    run = goodput.runs.row(0, named=True)
     by_cause = (
         interruptions.group_by("cause", "kind")
-        # the whole attempts' GPU-hours: an upper bound of the work lost (no
-        # checkpoint log is read here)
+        # lost: work since the last checkpoint, downtime and restart (from the
+        # checkpoint log); upper: the whole attempts
         .agg(
             interruptions=pl.len(),
+            lost_gpu_h=pl.col("lost_gpu_h").sum(),
             lost_gpu_h_upper=pl.col("lost_gpu_h_upper").sum(),
         )
         .sort("interruptions", "cause", descending=[True, False])
     )
     (out_dir / "tables").mkdir(parents=True, exist_ok=True)
+    goodput.runs.write_csv(out_dir / "tables" / "simulated_run_goodput.csv")
     by_cause.write_csv(out_dir / "tables" / "interruptions_by_cause.csv")
     root_cause_table(interruptions).write_csv(
         out_dir / "tables" / "root_cause_table5.csv"
@@ -105,5 +124,19 @@ def simulated_interruptions(
         "interruptions_by_cause": ", ".join(
             f"{r['cause']} ({r['kind']}): {r['interruptions']}"
             for r in by_cause.iter_rows(named=True)
+        ),
+        "simulated_run_ettr": (
+            f"{run['ettr_frac']:.4f} measured from its checkpoint log "
+            f"(true {truth['runs'][0]['ettr_frac']:.4f}); badput "
+            f"{run['wall_h'] - run['productive_h']:.1f} h of "
+            f"{run['wall_h']:.0f} h, {run['badput_lost_progress_h']:.1f} h of it "
+            "lost progress"
+        ),
+        "checkpoint_interval": (
+            f"{decision['interval_h'] * 60:.1f} min "
+            f"[{decision['interval_lower_h'] * 60:.1f}, "
+            f"{decision['interval_upper_h'] * 60:.1f}] recommended (the run "
+            f"checkpoints every {run['checkpoint_interval_h'] * 60:.0f} min); "
+            f"expected ETTR {decision['expected_ettr']:.4f}"
         ),
     }
