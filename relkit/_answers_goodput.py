@@ -124,7 +124,7 @@ def _per_failure(attempts: pl.DataFrame) -> dict[str, float]:
         .filter((pl.col("ended_by") == "failure") & pl.col("_has_next"))
     )
     if after.height == 0:
-        return {"restart_h": 0.0, "queue_h": 0.0}
+        return {"restart_h": 0.0, "queue_h": 0.0, "n_restarts": 0.0}
     means = after.select(
         restart_h=(
             pl.col("_next_startup").fill_null(0.0)
@@ -134,7 +134,10 @@ def _per_failure(attempts: pl.DataFrame) -> dict[str, float]:
             pl.col("recovery_h").fill_null(0.0) + pl.col("queue_h").fill_null(0.0)
         ).mean(),
     ).row(0, named=True)
-    return {k: float(v or 0.0) for k, v in means.items()}
+    return {
+        **{k: float(v or 0.0) for k, v in means.items()},
+        "n_restarts": after.height,
+    }
 
 
 def _weibull_model(
@@ -314,6 +317,17 @@ def decide_checkpoints(
             model_note,
             *out.pop("assumptions"),
         ]
+        if not per["n_restarts"]:
+            assumptions.append(
+                "no failure was followed by a restart in the log, so the restart "
+                "overhead u0 and queue wait q are unknown and taken as 0"
+                + ("" if restart_h is not None else " (give --restart-h, restart_h=)")
+            )
+        else:
+            assumptions.append(
+                f"u0 and q are the means over the {per['n_restarts']} restarts "
+                "after a failure"
+            )
         if cost_h is not None:
             assumptions.append(f"checkpoint write w = {cost_h:.4g} h as given")
         if restart_h is not None:

@@ -191,7 +191,45 @@ def _cmd_checkpoint(
     return 0
 
 
-def _cmd_whatif(args: argparse.Namespace, emit: Emit) -> int:
+#: Above this first-order load λ(u₀ + q + Δt/2) the model's ETTR is flagged.
+FIRST_ORDER_LOAD_WARN = 0.1
+
+
+def _say_validity(table: pl.DataFrame, progress: Progress) -> None:
+    """Warn where the first-order model is outside its range, or predicts 0."""
+    dead = table.filter(pl.col("first_order_load") >= 1.0)
+    if dead.height:
+        progress(
+            f"warning: {dead.height} row(s) (e.g. {dead['gpus'][0]:,} GPUs) have "
+            "restart + queue + half an interval at or beyond the job's MTTF: the "
+            "model predicts no progress at any interval (ETTR 0, interval 0)"
+        )
+    rough = table.filter(
+        pl.col("first_order_load").is_between(FIRST_ORDER_LOAD_WARN, 1.0, closed="left")
+    )
+    if rough.height:
+        worst = rough.sort("first_order_load").row(-1, named=True)
+        progress(
+            f"warning: {rough.height} row(s) have first_order_load = "
+            "λ(u0 + q + Δt/2) above "
+            f"{FIRST_ORDER_LOAD_WARN} (up to {worst['first_order_load']:.2f} at "
+            f"{worst['gpus']:,} GPUs): Kokolis et al.'s first-order E[ETTR] is only "
+            "approximate there; the exact exponential optimum is relkit checkpoint "
+            f"--mtbf-h {worst['mttf_h']:.4g} --cost-h {worst['cost_h']:.4g} "
+            f"--restart-h {worst['restart_h'] + worst['queue_h']:.4g}"
+        )
+
+
+def _say_rate_units(rates: list[float] | None, progress: Progress) -> None:
+    if rates and max(rates) > 1.0:
+        progress(
+            f"warning: --failure-rate {max(rates):g} is per node-day: more than one "
+            "failure per node per day. Kokolis et al.'s 6.50 is per 1000 "
+            "node-days, i.e. --failure-rate 0.0065."
+        )
+
+
+def _cmd_whatif(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
     from relkit.checkpoint import solve_whatif, whatif
 
     gpus = _numbers(args.gpus, "--gpus", kind=int)
@@ -201,6 +239,7 @@ def _cmd_whatif(args: argparse.Namespace, emit: Emit) -> int:
         "cost-h": _numbers(args.cost_h, "--cost-h"),
     }
     interval = _numbers(args.interval_h, "--interval-h")
+    _say_rate_units(values["failure-rate"], progress)
     if args.solve is None:
         if args.target_ettr is not None:
             msg = "--target-ettr needs --solve failure-rate|restart-h|cost-h"
@@ -222,6 +261,7 @@ def _cmd_whatif(args: argparse.Namespace, emit: Emit) -> int:
             queue_h=args.queue_h,
             gpus_per_node=args.gpus_per_node,
         )
+        _say_validity(table, progress)
         emit(table, args.format)
         return 0
     if args.target_ettr is None:
@@ -277,7 +317,9 @@ def _cmd_whatif(args: argparse.Namespace, emit: Emit) -> int:
         if name == "failures_per_node_day":
             row["failures_per_1000_node_days"] = value * 1000.0
         rows.append(row)
-    emit(pl.DataFrame(rows), args.format)
+    solved = pl.DataFrame(rows)
+    _say_validity(solved, progress)
+    emit(solved, args.format)
     return 0
 
 
@@ -407,4 +449,4 @@ def add_goodput_verbs(
     )
     p.add_argument("--target-ettr", type=float, help="target ETTR, a fraction")
     add_format(p)
-    p.set_defaults(func=lambda a: _cmd_whatif(a, emit))
+    p.set_defaults(func=lambda a: _cmd_whatif(a, emit, progress))

@@ -33,6 +33,7 @@ _SCHEMA = {
     "mttf_h": pl.Float64,
     "expected_ettr": pl.Float64,
     "interval_rule": pl.String,
+    "first_order_load": pl.Float64,
 }
 
 
@@ -90,7 +91,13 @@ def whatif(
         ``failures_per_node_day``, ``restart_h``, ``cost_h``, ``queue_h``,
         ``interval_h`` (hours; 0.0 for the optimum when w = 0 or the model
         has broken down), ``mttf_h`` (null at rate 0), ``expected_ettr`` (in
-        [0, 1]) and ``interval_rule`` ("optimal" or "given").
+        [0, 1]), ``interval_rule`` ("optimal" or "given") and
+        ``first_order_load`` = λ(u₀ + q + Δt/2), the share of each MTTF the
+        first-order model charges to a failure: the model is accurate while
+        it is well below 1 (its error grows with it; above about 0.1 prefer
+        the exact exponential :func:`relkit.checkpoint.exact_interval_h` or
+        :func:`relkit.checkpoint.renewal_optimum`), and at 1 or above it
+        predicts no progress.
 
     Raises
     ------
@@ -172,11 +179,13 @@ def whatif(
                 )
                 raise InvalidParameterError(msg)
             best_dt, ettr = optimal_interval(lam, u0 + q, w)
-            rows.append((g, n, r, u0, w, q, best_dt, 1 / lam, ettr, "optimal"))
+            load = lam * (u0 + q + best_dt / 2.0)
+            rows.append((g, n, r, u0, w, q, best_dt, 1 / lam, ettr, "optimal", load))
         else:
             mttf = None if lam == 0.0 else 1 / lam
             ettr = ettr_value(lam, u0 + q, dt, w)
-            rows.append((g, n, r, u0, w, q, dt, mttf, ettr, "given"))
+            load = lam * (u0 + q + dt / 2.0)
+            rows.append((g, n, r, u0, w, q, dt, mttf, ettr, "given", load))
     return pl.DataFrame(rows, schema=_SCHEMA, orient="row")
 
 

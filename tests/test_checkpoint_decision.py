@@ -699,6 +699,7 @@ def test_whatif_grid_and_references() -> None:
         "mttf_h",
         "expected_ettr",
         "interval_rule",
+        "first_order_load",
     ]
     assert out["interval_rule"].to_list()[:3] == ["optimal", "given", "given"]
     fixed = out.filter(

@@ -343,3 +343,77 @@ def test_interruptions_say_why_lost_gpu_h_is_missing(
     assert all(r["lost_gpu_h"] is not None for r in rows)
     assert all(r["lost_gpu_h"] <= r["lost_gpu_h_upper"] for r in rows)
     assert {r["lost_basis"] for r in rows} == {"checkpoint records"}
+
+
+def test_whatif_flags_the_first_order_models_range(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Row K1 of reference/ettr_model.csv: 2,048 nodes, r_f = 6.5e-3, u₀ = 5 min,
+    w = 30 s, optimum 9.6697 min: λ = 2048 x 6.5e-3 / 24 = 0.554667 per h and
+    λ(u₀ + Δt*/2) = 0.554667 x (5 + 4.83485)/60 = 0.090917, below the 0.1 flag;
+    at 131,072 GPUs the load is 0.49 (flagged)."""
+    code, out, err = run(
+        capsys,
+        "whatif",
+        "--gpus",
+        "16384",
+        "--failure-rate",
+        "0.0065",
+        "--restart-h",
+        str(5 / 60),
+        "--cost-h",
+        str(0.5 / 60),
+        "--format",
+        "json",
+    )
+    assert code == 0
+    (row,) = json.loads(out)
+    assert row["interval_h"] * 60 == pytest.approx(9.6697, abs=1e-4)
+    assert row["first_order_load"] == pytest.approx(0.090917, abs=1e-6)
+    assert "first_order_load" not in err
+    code, out, err = run(
+        capsys,
+        "whatif",
+        "--gpus",
+        "131072",
+        "--failure-rate",
+        "6.5",
+        "--restart-h",
+        str(5 / 60),
+        "--cost-h",
+        str(0.5 / 60),
+    )
+    assert code == 0
+    assert "per 1000 node-days" in err
+    assert "no progress" in err
+
+
+def test_checkpoint_db_says_when_restart_is_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run whose only failure ends the log has no restart to measure: u₀ and q
+    are taken as 0 and the assumptions say so."""
+    log = tmp_path / "one.jsonl"
+    records = [
+        ("00:00:00", "job_start", {}),
+        ("00:01:00", "step_start", {"step": 0}),
+        ("01:01:00", "step_end", {"step": 0}),
+        ("01:01:30", "checkpoint_saved", {"step": 1, "save_s": 30}),
+        ("01:01:30", "step_start", {"step": 1}),
+        ("01:30:00", "failure", {"cause": "NODE_FAIL"}),
+    ]
+    lines = [
+        json.dumps(
+            {"ts": f"2025-08-01T{t}Z", "run_id": "r", "attempt": 1, "event": e, **x}
+        )
+        for t, e, x in records
+    ]
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    db = str(tmp_path / "one.duckdb")
+    assert run(capsys, "ingest", "--db", db, "--kind", "checkpoints", str(log))[0] == 0
+    code, out, err = run(capsys, "checkpoint", "--db", db, "--format", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["n_failures"] == 1
+    assert row["restart_h"] == 0.0
+    assert any("unknown and taken as 0" in a for a in row["assumptions"])
