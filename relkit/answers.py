@@ -20,6 +20,7 @@ from relkit._answers_goodput import (
     decision_curve,
     decision_scale_sweep,
     interruptions_with_losses,
+    per_mode_checkpoint_plan,
     run_goodput,
 )
 from relkit.errors import InsufficientDataError, SchemaError
@@ -54,6 +55,7 @@ __all__ = [
     "mtbf_by",
     "mtbf_of",
     "no_wall_time_note",
+    "per_mode_checkpoint_plan",
     "run_goodput",
     "store_tables",
     "survival_by",
