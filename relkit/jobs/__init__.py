@@ -54,6 +54,7 @@ from relkit.jobs._attribution import (
     job_interruptions,
 )
 from relkit.jobs._goodput import (
+    DUPLICATE_TOLERANCE_S,
     GOODPUT_ATTEMPT_SCHEMA,
     GOODPUT_RUN_SCHEMA,
     LOST_BASIS,
@@ -73,6 +74,7 @@ from relkit.taxonomy import INFRA_CAUSES, OPEN_STATES, PLANNED_FLAGS, STATE_CAUS
 __all__ = [
     "ATTEMPT_SCHEMA",
     "DEFAULT_SLACK_MIN",
+    "DUPLICATE_TOLERANCE_S",
     "GOODPUT_ATTEMPT_SCHEMA",
     "GOODPUT_RUN_SCHEMA",
     "INFRA_CAUSES",

@@ -17,7 +17,17 @@ from typing import Any
 import polars as pl
 
 from relkit.errors import InvalidParameterError
-from relkit.jobs._goodput_model import modelled_runs
+from relkit.jobs._goodput_checks import DUPLICATE_TOLERANCE_S
+from relkit.jobs._goodput_inputs import (
+    AS_OF_OPTION,
+    COST_OPTION,
+    GIVE_ATTEMPTS,
+    INTERVAL_OPTION,
+    RESTART_OPTION,
+    RUN_BY_OPTION,
+    normalise_attempts,
+)
+from relkit.jobs._goodput_measure import measure_records, modelled_only, unused_notes
 from relkit.jobs._goodput_records import RECORD_KINDS, normalise_records
 from relkit.jobs._goodput_runs import (
     GOODPUT_ATTEMPT_SCHEMA,
@@ -25,15 +35,11 @@ from relkit.jobs._goodput_runs import (
     MATCH_TOLERANCE_S,
     SAVES,
     STEPS,
-    group_runs,
-    measure_run,
-    modelled_label,
-    normalise_attempts,
-    span_frame,
 )
 from relkit.schema import require_columns
 
 __all__ = [
+    "DUPLICATE_TOLERANCE_S",
     "GOODPUT_ATTEMPT_SCHEMA",
     "GOODPUT_RUN_SCHEMA",
     "LOST_BASIS",
@@ -89,6 +95,13 @@ class Goodput:
 # -- inputs ---------------------------------------------------------------------------
 
 
+_FLAGS = {
+    "assumed_interval_h": INTERVAL_OPTION,
+    "assumed_cost_h": COST_OPTION,
+    "assumed_restart_h": RESTART_OPTION,
+}
+
+
 def _check_hours(value: object, name: str, *, positive: bool) -> float:
     ok = (
         isinstance(value, int | float)
@@ -98,7 +111,10 @@ def _check_hours(value: object, name: str, *, positive: bool) -> float:
     )
     if not ok:
         need = "> 0" if positive else ">= 0"
-        msg = f"{name} must be a finite number of hours {need}; got {value!r}."
+        msg = (
+            f"{name} ({_FLAGS[name]}) must be a finite number of hours {need}; "
+            f"got {value!r}."
+        )
         raise InvalidParameterError(msg)
     return float(value)  # type: ignore[arg-type]
 
@@ -122,26 +138,31 @@ def measure_goodput(
         The store's ``checkpoints`` records (one row per record of a run's
         log): ``run_id`` (String), ``ts`` (Datetime, UTC), ``kind`` (one of
         :data:`RECORD_KINDS`); optional ``job_id`` (String), ``attempt``
-        (Int), ``step`` (Int: ``step_start``/``step_end`` the 0-based index of
-        the step; ``checkpoint_*`` the steps the checkpoint holds;
-        ``job_end`` the steps done), ``save_s`` (Float, ``checkpoint_saved``:
-        blocking save seconds), ``restore_s`` (Float,
-        ``checkpoint_restored``: restore seconds), ``n_gpus`` (Int,
-        ``job_start``), ``status`` (String, ``job_end``: the end status, a
-        failure unless ``COMPLETED`` or ``REQUEUED``; ``failure``: its
-        cause), ``level`` (String, ``checkpoint_saved``). A save without
-        ``save_s`` takes its time from the ``checkpoint_save_start`` before
-        it. Other columns (``source_id``, ``line_no``, ``host``, ...) are
-        ignored. None or empty: the runs come from ``attempts`` alone
-        (evidence (c)).
+        (Int; an attempt is keyed by job id and attempt, so a counter that
+        restarts with each job id is read right), ``step`` (Int:
+        ``step_start``/``step_end`` the 0-based index of the step, or the
+        1-based one where the log shows it, see Notes; ``checkpoint_*`` the
+        steps the checkpoint holds; ``job_end`` the steps done), ``save_s``
+        (Float, ``checkpoint_saved``: blocking save seconds), ``restore_s``
+        (Float, ``checkpoint_restored``: restore seconds), ``n_gpus`` (Int,
+        ``job_start``), ``status`` (String, ``job_end``: the end status;
+        ``failure``: its cause; see ``ended_by`` below), ``level`` (String,
+        ``checkpoint_saved``). A save without ``save_s`` takes its time from
+        the ``checkpoint_save_start`` before it. ``line_no`` and
+        ``source_id`` name the records left out in the notes; other columns
+        (``host``, ...) are ignored. None or empty: the runs come from
+        ``attempts`` alone (evidence (c)).
     attempts : pl.DataFrame, optional
         Job attempts from :func:`relkit.jobs.build_job_attempts`: ``job_id,
         start_ts, end_ts, state``, and where present ``submit_ts``,
         ``stop_ts``, ``n_gpus``, ``flags`` and the ``run_by`` column. They
-        give queue times (``submit_ts``), GPU counts and, without step
-        records, when each attempt ran.
+        give queue times (``submit_ts``), GPU counts, the end of an open
+        run's last attempt (``stop_ts``, when later than the run's last
+        record) and, without step records, when each attempt ran.
     run : str, optional
-        Measure only this run (its ``run_id``, or its ``run_by`` value).
+        Measure only this run (its ``run_id``, or its ``run_by`` value). A run
+        it names that cannot be measured raises; without it such runs are left
+        out with a note.
     run_by : str, optional
         Group the attempts into runs by this column of ``attempts``:
         ``"job_id"`` (a Slurm requeue chain, attempts 1..n of one job id),
@@ -151,16 +172,20 @@ def measure_goodput(
     assumed_interval_h : float, optional
         Checkpoint interval in hours, > 0, for runs with no step or
         checkpoint records (required then), and for evidence (b) when no
-        attempt saved two checkpoints.
+        attempt saved two checkpoints. Given but not needed, a note says so.
     assumed_cost_h : float, default 0.0
-        Blocking save time per checkpoint, hours, >= 0 (evidence (c) only).
+        Blocking save time per checkpoint, hours, >= 0 (evidence (c) only;
+        given > 0 with no run modelled, a note says it is not used).
     assumed_restart_h : float, default 0.0
         Start-up and restore time of each attempt after the first, hours,
-        >= 0 (evidence (c) only).
+        >= 0 (evidence (c) only, as ``assumed_cost_h``).
     as_of : datetime, optional
         End of the data (time-zone aware): an open run (its last attempt has
         no ``job_end`` or ``failure`` record, or no scheduler end) is measured
-        up to it. Default: up to its last record.
+        up to it; it must not be before the open run's last sign of running.
+        Closed runs are measured to their end whatever it is (a note says
+        so). Default: an open run ends at its last sign of running, the later
+        of its last record and the scheduler's ``stop_ts``.
 
     Returns
     -------
@@ -174,7 +199,9 @@ def measure_goodput(
         ``queue_before_start_h`` (first submit to first start, null when
         unknown) and ``ettr_with_queue_frac`` = productive / (wall +
         queue_before_start); ``n_attempts``, ``n_interruptions`` (attempts
-        ended by a failure); the badput in hours ``badput_init_h``,
+        ended by a failure: the failure count the checkpoint decision reads),
+        ``n_stops`` (attempts stopped without a failure: ``ended_by``
+        ``stopped``); the badput in hours ``badput_init_h``,
         ``badput_checkpoint_h``, ``badput_restore_h``,
         ``badput_lost_progress_h``, ``badput_recovery_h``,
         ``badput_queue_h``, ``badput_other_h``, which sum to ``wall_h -
@@ -185,8 +212,14 @@ def measure_goodput(
         ``attempts``: one row per attempt, sorted by ``run_id`` and start,
         columns :data:`GOODPUT_ATTEMPT_SCHEMA`: ``attempt`` (the records'
         number, else 1..n in start order), ``job_id``, ``start_ts``,
-        ``end_ts``, ``ended_by`` (``failure``, ``job_end``: a completed
-        attempt or a deliberate requeue, ``open``), ``n_gpus``, the hours of
+        ``end_ts``, ``ended_by`` (``failure``; ``stopped``: a time limit,
+        preemption or cancellation, a ``job_end`` or ``failure`` status or
+        scheduler state of kind ``not_failure`` in
+        :data:`relkit.taxonomy.STATE_CAUSE` (``TIMEOUT``, ``PREEMPTED``,
+        ``CANCELLED``, ``DEADLINE``, ``REVOKED``), which loses its work since
+        the last checkpoint like a failure but is not counted as one;
+        ``job_end``: a completed attempt or a deliberate requeue
+        (``REQUEUED``); ``open``), ``n_gpus``, the hours of
         the attempt (``productive_h``, ``init_h``,
         ``restore_h``, ``checkpoint_h``,
         ``lost_progress_h``: its work later redone, ``other_h``) and of the
@@ -195,7 +228,7 @@ def measure_goodput(
         ``restored_step`` and ``evidence``. Summed over a run's attempts they
         give the run's columns.
         ``notes``: plain sentences saying what was assumed, estimated or
-        left out (the CLI prints them).
+        left out (the CLI prints them). Every category is >= 0.
 
     Raises
     ------
@@ -206,8 +239,10 @@ def measure_goodput(
         If ``run`` names no run (the message lists them), ``run_by`` is not a
         column of ``attempts`` or is given without them, an assumed duration
         is negative or not finite, ``as_of`` is naive or earlier than an open
-        run's last record, a run has only job attempts and
-        ``assumed_interval_h`` is not given, or there is nothing to measure.
+        run's last record, there is nothing to measure, or no run at all can
+        be measured (or ``run`` names one that cannot): a run that has only
+        job attempts or job records without ``assumed_interval_h``, or whose
+        step numbering contradicts itself.
 
     Notes
     -----
@@ -263,7 +298,28 @@ def measure_goodput(
     ``queue`` from the next attempt's submit time (when ``attempts`` give
     it) and ``recovery`` before. Scheduler attempts are matched to the
     records' attempts by job id and a start within
-    :data:`MATCH_TOLERANCE_S`.
+    :data:`MATCH_TOLERANCE_S`. When the scheduler shows a run's open last
+    attempt running after the log's last record (``stop_ts``), the run ends
+    there, as in evidence (b), and the time after its last progress record
+    is compute (productive): both levels measure the same wall time.
+
+    Before measuring, each run's records are checked, and what is done is
+    said in the notes: copies of a record (same job id, attempt, kind and
+    step, and level for checkpoints, within :data:`DUPLICATE_TOLERANCE_S`;
+    checkpoint records without a step within 1 s: the ranks of a job each
+    logging it, log files concatenated or shipped twice) count once, at the
+    earliest time; attempts are keyed by (job id, attempt) and taken in the
+    order they started, renumbered 1..n when their numbers repeat across
+    job ids; a record stamped before its own attempt's ``job_start``, or
+    after the failure or ``job_end`` that ends it, is left out (the notes
+    name its ``line_no``); ``step_start``/``step_end`` indices are read as
+    1-based (Megatron's iteration counter) when the log itself shows it and
+    nothing shows 0-based (a checkpoint of c steps saved right after
+    ``step_end`` c, the first ``step_start`` after restoring c steps being
+    c + 1, a ``job_end`` of c steps right after ``step_end`` c), and a run
+    whose records show both is not measured. Restoring an older checkpoint
+    than the latest saved, a checkpoint no save record holds, and a
+    ``restore_s`` longer than the time before the first step are noted.
 
     References
     ----------
@@ -330,29 +386,30 @@ def measure_goodput(
     restart_h = _check_hours(assumed_restart_h, "assumed_restart_h", positive=False)
     if as_of is not None and (not isinstance(as_of, datetime) or as_of.tzinfo is None):
         msg = (
-            f"as_of must be a time-zone-aware datetime; got {as_of!r}. Give "
-            "e.g. datetime(2025, 8, 2, tzinfo=UTC)."
+            f"as_of ({AS_OF_OPTION}) must be a time-zone-aware instant; got "
+            f"{as_of!r}. Give e.g. --as-of 2025-08-02T00:00:00Z, or "
+            "as_of=datetime(2025, 8, 2, tzinfo=UTC)."
         )
         raise InvalidParameterError(msg)
     if run_by is not None and attempts is None:
         msg = (
-            f"run_by={run_by!r} groups job attempts, but no attempts were given; "
-            "pass them, e.g. measure_goodput(records, build_job_attempts(jobs, "
-            "job_nodes), run_by='job_id')."
+            f"run_by {run_by!r} ({RUN_BY_OPTION}) groups the scheduler's job "
+            f"attempts into runs, but no job attempts were given; {GIVE_ATTEMPTS}."
         )
         raise InvalidParameterError(msg)
     recs = normalise_records(records, notes)
-    sched = None if attempts is None else normalise_attempts(attempts)
+    sched = None if attempts is None else normalise_attempts(attempts, notes)
     if recs.height == 0 and (sched is None or sched.height == 0):
         msg = (
-            "measure_goodput: no records and no job attempts to measure; give the "
-            "store's checkpoints table (relkit ingest --kind checkpoints) or job "
-            "attempts (relkit.jobs.build_job_attempts)."
+            "measure_goodput: no records and no job attempts to measure; ingest a "
+            "run's checkpoint and step log (relkit ingest --kind checkpoints; the "
+            f"store's checkpoints table), or {GIVE_ATTEMPTS}."
         )
         raise InvalidParameterError(msg)
+    used: set[str] = set()
     if recs.height == 0:
         assert sched is not None  # checked above
-        runs, atts = _modelled_only(
+        runs, atts = modelled_only(
             sched,
             run=run,
             run_by=run_by or "job_id",
@@ -362,8 +419,9 @@ def measure_goodput(
             restart_h=restart_h,
             notes=notes,
         )
+        used.update(("interval", "cost", "restart"))
     else:
-        runs, atts = _measured(
+        runs, atts = measure_records(
             recs,
             sched,
             run=run,
@@ -373,153 +431,22 @@ def measure_goodput(
             cost_h=cost_h,
             restart_h=restart_h,
             notes=notes,
+            used=used,
         )
+    unused_notes(
+        used,
+        interval_h=interval_h,
+        cost_h=cost_h,
+        restart_h=restart_h,
+        runs=runs,
+        as_of=as_of,
+        notes=notes,
+    )
     return Goodput(
         runs=runs.sort("run_id"),
         attempts=atts.sort("run_id", "start_ts", "attempt"),
         notes=tuple(notes),
     )
-
-
-def _pick(run: str | None, run_ids: list[str]) -> None:
-    if run is not None and run not in run_ids:
-        msg = (
-            f"run {run!r} is not among the {len(run_ids)} run(s) found: "
-            f"{run_ids[:20]}" + (" ..." if len(run_ids) > 20 else "") + "."
-        )
-        raise InvalidParameterError(msg)
-
-
-def _modelled_note(
-    n: int, n_open: int, *, interval_h: float, cost_h: float, restart_h: float
-) -> str:
-    return (
-        f"{n} run(s) are modelled from scheduler records alone, not measured: "
-        f"each attempt after the first spends {restart_h:g} h (assumed_restart_h) "
-        "on start-up and restore, each attempt ended by a failure loses min(its "
-        f"run time, {interval_h:g} h / 2) of work, and each checkpoint interval "
-        f"of {interval_h:g} h (assumed_interval_h) costs {cost_h:g} h "
-        "(assumed_cost_h)."
-        + (
-            f" {n_open} of them are open (their last attempt has not ended)."
-            if n_open
-            else ""
-        )
-    )
-
-
-def _modelled_only(
-    sched: pl.DataFrame,
-    *,
-    run: str | None,
-    run_by: str,
-    as_of: datetime | None,
-    interval_h: float | None,
-    cost_h: float,
-    restart_h: float,
-    notes: list[str],
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Evidence (c) for every group of attempts at once (no records at all)."""
-    if run_by not in sched.columns:
-        msg = (
-            f"run_by={run_by!r} is not a column of the attempts; give one of "
-            f"{sched.columns} (a Slurm requeue chain: run_by='job_id'; by job "
-            "name: run_by='name')."
-        )
-        raise InvalidParameterError(msg)
-    keyed = sched.with_columns(_run=pl.col(run_by).cast(pl.String))
-    missing = keyed.filter(pl.col("_run").is_null()).height
-    if missing:
-        notes.append(f"{missing} job attempt(s) have no {run_by} and belong to no run.")
-        keyed = keyed.filter(pl.col("_run").is_not_null())
-    if run is not None:
-        _pick(run, keyed["_run"].unique().sort().to_list())
-        keyed = keyed.filter(pl.col("_run") == run)
-    if interval_h is None:
-        first = keyed["_run"].min()
-        msg = (
-            f"run {first!r} has no step or checkpoint records, only job attempts "
-            f"({keyed['_run'].n_unique()} run(s) by {run_by}): their goodput can "
-            "only be modelled. Pass assumed_interval_h (the runs' checkpoint "
-            "interval in hours, e.g. assumed_interval_h=1.0) and optionally "
-            "assumed_cost_h and assumed_restart_h."
-        )
-        raise InvalidParameterError(msg)
-    runs, atts = modelled_runs(
-        span_frame(keyed),
-        evidence=modelled_label(interval_h),
-        as_of=as_of,
-        interval_s=interval_h * 3600.0,
-        cost_s=cost_h * 3600.0,
-        restart_s=restart_h * 3600.0,
-        notes=notes,
-    )
-    notes.append(
-        _modelled_note(
-            runs.height,
-            int(runs["is_open"].sum()),
-            interval_h=interval_h,
-            cost_h=cost_h,
-            restart_h=restart_h,
-        )
-    )
-    return (
-        runs.select(GOODPUT_RUN_SCHEMA.names()).cast(dict(GOODPUT_RUN_SCHEMA)),
-        atts.select(GOODPUT_ATTEMPT_SCHEMA.names()).cast(dict(GOODPUT_ATTEMPT_SCHEMA)),
-    )
-
-
-def _measured(
-    recs: pl.DataFrame,
-    sched: pl.DataFrame | None,
-    *,
-    run: str | None,
-    run_by: str | None,
-    as_of: datetime | None,
-    interval_h: float | None,
-    cost_h: float,
-    restart_h: float,
-    notes: list[str],
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Measure the runs the records name, one at a time."""
-    by_records, by_sched = group_runs(recs, sched, run_by, notes)
-    run_ids = sorted(set(by_records) | set(by_sched))
-    _pick(run, run_ids)
-    if run is not None:
-        run_ids = [run]
-    runs = [GOODPUT_RUN_SCHEMA.to_frame()]
-    atts = [GOODPUT_ATTEMPT_SCHEMA.to_frame()]
-    modelled = modelled_open = 0
-    for run_id in run_ids:
-        out = measure_run(
-            run_id,
-            by_records.get(run_id),
-            by_sched.get(run_id),
-            as_of=as_of,
-            interval_h=interval_h,
-            cost_h=cost_h,
-            restart_h=restart_h,
-            notes=notes,
-        )
-        if out is None:
-            continue
-        runs.append(out[0])
-        atts.append(out[1])
-        if out[0]["evidence"][0].startswith("ETTR from"):
-            modelled += 1
-            modelled_open += bool(out[0]["is_open"][0])
-    if modelled:
-        assert interval_h is not None  # measure_run refuses a model without it
-        notes.append(
-            _modelled_note(
-                modelled,
-                modelled_open,
-                interval_h=interval_h,
-                cost_h=cost_h,
-                restart_h=restart_h,
-            )
-        )
-    return pl.concat(runs), pl.concat(atts)
 
 
 def interruption_losses(

@@ -26,6 +26,7 @@ from datetime import datetime
 import numpy as np
 
 __all__ = [
+    "INTERRUPTED",
     "Account",
     "RecordAttempt",
     "Span",
@@ -33,6 +34,12 @@ __all__ = [
     "account_steps",
     "split_gaps",
 ]
+
+
+#: ``ended_by`` values of attempts that lose the work after their last
+#: checkpoint: a failure, or a stop that is not one (time limit, preemption,
+#: cancellation).
+INTERRUPTED = ("failure", "stopped")
 
 
 @dataclass
@@ -200,12 +207,29 @@ def account_steps(
         Mean compute time per step (None without two marks).
     """
     said: Counter[str] = Counter()
+    example: dict[str, str] = {}
     # steps each attempt starts from (None: it ran no step)
     starts: list[int | None] = []
     saved_before: list[int] = []
+    untold = 0  # saves before the attempt whose steps are not recorded
     for k, a in enumerate(attempts):
         if a.restored is not None:
             r: int | None = a.restored
+            num = a.span.attempt
+            if not untold and saved_before and a.restored < max(saved_before):
+                said["older"] += 1
+                example.setdefault(
+                    "older",
+                    f"attempt {num} restored {a.restored} steps while a checkpoint "
+                    f"of {max(saved_before)} had been saved",
+                )
+            if not untold and a.restored > 0 and a.restored not in saved_before:
+                said["unsaved"] += 1
+                example.setdefault(
+                    "unsaved",
+                    f"attempt {num} restored {a.restored} steps; the log's saves "
+                    f"before it hold {sorted(set(saved_before))[-5:] or 'none'}",
+                )
         elif _first_mark_is_step_start(a):
             r = a.step_start_i
         elif a.mark_t.size == 0:
@@ -219,6 +243,7 @@ def account_steps(
             said["guess_restore"] += 1
         starts.append(r)
         saved_before.extend(int(c) for c in a.save_steps if c >= 0)
+        untold += int((a.save_steps < 0).sum())
     tau = _step_time(attempts, starts)
     accounts = []
     for k, a in enumerate(attempts):
@@ -228,7 +253,7 @@ def account_steps(
         later = [s for s in starts[k + 1 :] if s is not None]
         if later:
             keep_below = float(min(later))
-        elif sp.ended_by == "failure":
+        elif sp.ended_by in INTERRUPTED:
             held = [c for c in a.save_steps.tolist() if c >= 0]
             keep_below = float(max([r or 0, *held]))
             said["last_failed"] += 1
@@ -277,8 +302,21 @@ def account_steps(
         else:
             last_t, last_n = c0, r or 0
         tail = end - last_t
-        if sp.ended_by == "failure":
+        running = sp.running_until
+        if sp.ended_by in INTERRUPTED:
             acc.lost += tail
+        elif (
+            sp.ended_by == "open"
+            and t.size
+            and running is not None
+            and running > a.last_record
+        ):
+            # the scheduler shows the attempt running after its last record:
+            # compute whose progress records are not written yet
+            known = max(a.last_record, last_t)
+            work = max(min(running, end) - known, 0.0)
+            acc.productive += work
+            acc.other += tail - work
         elif sp.ended_by == "job_end" and a.final_n is not None and a.final_n > last_n:
             # steps the job_end says were done after the last mark
             if tau is None:
@@ -300,6 +338,14 @@ def account_steps(
             restore = a.restore_t - sp.start
         else:
             restore = 0.0
+        if a.restore_dur is not None and (restore < 0 or restore > pre + 1e-6):
+            key = "restore_negative" if restore < 0 else "restore_long"
+            said[key] += 1
+            example.setdefault(
+                key,
+                f"attempt {sp.attempt}: restore_s {restore:g} s, "
+                f"{pre:g} s from its start to its first step",
+            )
         acc.restore = min(max(restore, 0.0), pre)
         acc.startup = pre - acc.restore
         accounts.append(acc)
@@ -346,9 +392,37 @@ def account_steps(
         )
     if said["last_failed"]:
         notes.append(
-            f"Run {run_id}: its last attempt ended by a failure and no later "
-            "attempt is in the records; its steps past its latest checkpoint "
+            f"Run {run_id}: its last attempt ended by a failure or a stop and no "
+            "later attempt is in the records; its steps past its latest checkpoint "
             "count as lost progress (a restart would redo them)."
+        )
+    if said["older"]:
+        notes.append(
+            f"Run {run_id}: {said['older']} attempt(s) restored an older checkpoint "
+            f"than the latest saved before them ({example['older']}); the later "
+            "checkpoint is taken to be lost or corrupt (or of a faster level lost "
+            "with its node), and the work after the restored step counts as lost "
+            "progress."
+        )
+    if said["unsaved"]:
+        notes.append(
+            f"Run {run_id}: {said['unsaved']} attempt(s) restored a checkpoint that "
+            f"no checkpoint_saved record of the log holds ({example['unsaved']}); "
+            "the restored step is taken as the record gives it (a checkpoint "
+            "saved before the log begins, or a save record missing)."
+        )
+    if said["restore_long"]:
+        notes.append(
+            f"Run {run_id}: {said['restore_long']} attempt(s) give a restore_s "
+            "longer than the time from their start to their first step "
+            f"({example['restore_long']}); the restore is taken as all of that "
+            "time, with no start-up."
+        )
+    if said["restore_negative"]:
+        notes.append(
+            f"Run {run_id}: {said['restore_negative']} attempt(s) give a negative "
+            f"restore_s ({example['restore_negative']}); it is taken as 0 s, the "
+            "time before their first step counted as start-up."
         )
     return accounts, tau
 
@@ -373,7 +447,7 @@ def account_saves(
     interval_s: float | None,
     tol_s: float,
     notes: list[str],
-) -> tuple[list[Account], float | None, int]:
+) -> tuple[list[Account], float | None, int, bool]:
     """Account each attempt's time from its span and its checkpoint save times.
 
     Parameters
@@ -405,6 +479,8 @@ def account_saves(
         of one attempt).
     n_unassigned : int
         Saves outside every attempt (left out).
+    assumed : bool
+        Whether ``interval_s`` was used (no attempt saved two checkpoints).
     """
     ends = np.array([_end(sp) for sp in spans])
     owner = _assign_saves(spans, save_start, save_end, ends, tol_s)
@@ -422,7 +498,8 @@ def account_saves(
             notes.append(
                 f"Run {run_id}: no attempt saved two checkpoints, so the "
                 "checkpoint interval (and from it the start-up time) is unknown; "
-                "start-up is taken as 0 (pass assumed_interval_h to set it)."
+                "start-up is taken as 0 (give the run's checkpoint interval to "
+                "estimate it: --assume-interval-h, assumed_interval_h=)."
             )
         else:
             notes.append(
@@ -465,7 +542,7 @@ def account_saves(
         acc.startup = up
         before = last - c0 - acc.save
         tail = running - last
-        if sp.ended_by == "failure":
+        if sp.ended_by in INTERRUPTED:
             acc.productive, acc.lost = before, tail
         else:
             acc.productive = before + tail
@@ -487,7 +564,7 @@ def account_saves(
             f"Run {run_id}: {n_guessed} attempt(s) saved no checkpoint; their "
             f"start-up is taken as the run's median ({typical / 3600:.4g} h)."
         )
-    return accounts, dt, n_out
+    return accounts, dt, n_out, measured is None and interval_s is not None
 
 
 def _end(sp: Span) -> float:

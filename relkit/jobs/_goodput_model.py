@@ -9,6 +9,7 @@ from datetime import datetime
 import polars as pl
 
 from relkit.errors import InvalidParameterError
+from relkit.jobs._goodput_account import INTERRUPTED
 
 __all__ = ["modelled_runs"]
 
@@ -43,7 +44,8 @@ def modelled_runs(
     """Model the time of every run's attempts from their spans alone.
 
     Each attempt after a run's first starts with ``restart_s`` of start-up and
-    restore (all of it if shorter); an attempt ended by a failure then loses
+    restore (all of it if shorter); an attempt ended by a failure or a stop
+    (``ended_by`` ``stopped``: a time limit, preemption, cancellation) then loses
     ``min(its remaining run time, interval_s / 2)`` of work; the rest is
     cycles of ``interval_s`` of compute and a save of ``cost_s``. An open last
     attempt runs to ``as_of`` (or its last sign of running, ``stop_ts``); the
@@ -56,7 +58,7 @@ def modelled_runs(
         Columns :data:`SPAN_COLUMNS`: the run key ``_run``, the attempt's
         ``job_id``, ``submit_ts``, ``start_ts``, ``end_ts`` (null: not
         ended), ``stop_ts`` (last sign of running), ``ended_by``
-        (``failure``, ``job_end``, ``open``) and ``n_gpus``.
+        (``failure``, ``stopped``, ``job_end``, ``open``) and ``n_gpus``.
     evidence : str
         The ``evidence`` label of the rows.
     as_of : datetime, optional
@@ -101,10 +103,11 @@ def modelled_runs(
         if early.height:
             first = early.row(0, named=True)
             msg = (
-                f"as_of is before the last record of open run {first['_run']!r} "
-                f"({first['_seen']:%Y-%m-%d %H:%M:%S} UTC); give an as_of at or "
-                "after the end of the data, or leave it out to end open runs at "
-                "their last record."
+                f"as_of (--as-of, {as_of:%Y-%m-%d %H:%M:%S %Z}) is before the last "
+                f"record of open run {first['_run']!r} (the scheduler shows it "
+                f"running until {first['_seen']:%Y-%m-%d %H:%M:%S} UTC); give an "
+                "as_of at or after the end of the data, or none to end open runs "
+                "there."
             )
             raise InvalidParameterError(msg)
     run_end = (
@@ -142,7 +145,7 @@ def modelled_runs(
     )
     work = pl.col("_dur") - pl.col("_startup")
     f = f.with_columns(
-        _lost=pl.when(pl.col("ended_by") == "failure")
+        _lost=pl.when(pl.col("ended_by").is_in(INTERRUPTED))
         .then(pl.min_horizontal(work, pl.lit(interval_s / 2.0)))
         .otherwise(0.0)
     )
@@ -203,6 +206,7 @@ def modelled_runs(
             _queue_before=queue_before,
             n_attempts=pl.len().cast(pl.Int64),
             n_interruptions=(pl.col("ended_by") == "failure").sum().cast(pl.Int64),
+            n_stops=(pl.col("ended_by") == "stopped").sum().cast(pl.Int64),
             badput_init_h=pl.col("_startup").sum() * h,
             badput_checkpoint_h=pl.col("_save").sum() * h,
             badput_lost_progress_h=pl.col("_lost").sum() * h,

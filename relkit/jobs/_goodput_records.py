@@ -14,11 +14,15 @@ import numpy as np
 import polars as pl
 
 from relkit.errors import SchemaError
-from relkit.jobs._goodput_account import RecordAttempt, Span
+from relkit.jobs._goodput_account import INTERRUPTED, RecordAttempt, Span
 from relkit.schema import UTC, require_columns
+from relkit.taxonomy import STATE_CAUSE
 
 __all__ = [
+    "INTERRUPTED",
     "RECORD_KINDS",
+    "STOP_STATES",
+    "end_kind",
     "instant",
     "normalise_records",
     "record_attempts",
@@ -41,6 +45,29 @@ RECORD_KINDS = (
 #: job_end statuses that end an attempt in order (anything else is a failure).
 _CLEAN_END = ("COMPLETED", "REQUEUED", "SUCCEEDED", "SUCCESS", "DONE", "OK")
 
+#: Scheduler states that stop a job without a failure (time limit, preemption,
+#: cancellation): :data:`relkit.taxonomy.STATE_CAUSE` kind ``not_failure``.
+STOP_STATES = tuple(s for s, (_, kind) in STATE_CAUSE.items() if kind == "not_failure")
+
+
+def end_kind(kind: str, status: str | None) -> str:
+    """Tell how a record ends its attempt: ``job_end``, ``stopped`` or ``failure``.
+
+    A ``job_end`` without a status or with a clean one (``COMPLETED``, a
+    deliberate ``REQUEUED``) is ``job_end``; a ``job_end`` or ``failure`` whose
+    status is a state of :data:`STOP_STATES` (``TIMEOUT``, ``PREEMPTED``,
+    ``CANCELLED``, ``DEADLINE``, ``REVOKED``; ``CANCELLED by 123`` too) is
+    ``stopped``; anything else is ``failure``.
+    """
+    words = (status or "").strip().upper().split()
+    word = words[0] if words else ""
+    if kind == "job_end" and (not word or word in _CLEAN_END):
+        return "job_end"
+    if word in STOP_STATES:
+        return "stopped"
+    return "failure"
+
+
 _RECORD_OPTIONAL: dict[str, pl.DataType] = {
     "job_id": pl.String(),
     "attempt": pl.Int64(),
@@ -49,6 +76,7 @@ _RECORD_OPTIONAL: dict[str, pl.DataType] = {
     "restore_s": pl.Float64(),
     "n_gpus": pl.Int64(),
     "status": pl.String(),
+    "level": pl.String(),
 }
 
 
@@ -63,9 +91,10 @@ def normalise_records(records: pl.DataFrame | None, notes: list[str]) -> pl.Data
     if not isinstance(dtype, pl.Datetime) or dtype.time_zone is None:
         msg = (
             f"measure_goodput: records column 'ts' must be a time-zone-aware "
-            f"Datetime (UTC); it is {dtype}. Read the log with relkit.ingest "
-            "(kind 'checkpoints') or convert it, e.g. "
-            "pl.col('ts').dt.replace_time_zone('UTC')."
+            f"Datetime (UTC); it is {dtype}. Ingest the log (relkit ingest --kind "
+            "checkpoints, or relkit.ingest.read_file(store, path, "
+            "kind='checkpoints')) and measure the store's checkpoints table, or "
+            "convert the column, e.g. pl.col('ts').dt.replace_time_zone('UTC')."
         )
         raise SchemaError(msg)
     frame = records.with_columns(
@@ -148,21 +177,18 @@ def saves(
 def record_attempts(
     recs: pl.DataFrame, run_id: str, notes: list[str]
 ) -> list[tuple[RecordAttempt, pl.DataFrame]]:
-    """Parse a run's records into attempts (in order), ends not yet decided."""
+    """Parse a run's records into attempts (in order), ends not yet decided.
+
+    ``recs`` come from :func:`relkit.jobs._goodput_checks.prepare_records`
+    (``_akey``: the attempt, 1..n in start order; ``attempt``: its number).
+    """
     said: Counter[str] = Counter()
     recs = recs.sort("_t", "_order")
-    if recs["attempt"].null_count():
-        recs = recs.with_columns(
-            attempt=(pl.col("kind") == "job_start").cum_sum().clip(lower_bound=1)
-        )
-        notes.append(
-            f"Run {run_id}: records without attempt numbers; attempts are "
-            "counted from its job_start records in time order."
-        )
-    groups = recs.partition_by("attempt", as_dict=True, maintain_order=True)
+    groups = recs.partition_by("_akey", as_dict=True, maintain_order=True)
     ordered = sorted(groups.items(), key=lambda kv: kv[0][0])
     out = []
-    for (number,), g in ordered:
+    for _, g in ordered:
+        number = g["attempt"][0]
         kinds = g["kind"]
         t = g["_t"]
 
@@ -186,11 +212,7 @@ def record_attempts(
         if ends.height:
             first = ends.row(0, named=True)
             end = float(first["_t"])
-            status = (first["status"] or "").upper()
-            clean = first["kind"] == "job_end" and (
-                first["status"] is None or status in _CLEAN_END
-            )
-            ended_by = "job_end" if clean else "failure"
+            ended_by = end_kind(first["kind"], first["status"])
         finals = rows("job_end")["step"].drop_nulls()
         if finals.len():
             final_n = int(finals[0])

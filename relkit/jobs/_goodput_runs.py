@@ -1,10 +1,11 @@
-"""Runs of :func:`relkit.jobs.measure_goodput`: inputs, grouping, one run measured.
+"""One run of :func:`relkit.jobs.measure_goodput`: its attempts, ends and hours.
 
-The records and job attempts are checked and completed, split into runs
-(:func:`group_runs`), and each run's attempts are parsed and given their ends
-before :mod:`relkit.jobs._goodput_account` accounts their time
-(:func:`measure_run`); evidence (c), modelled from attempts alone, is
-:mod:`relkit.jobs._goodput_model`.
+A run's records are checked (:func:`relkit.jobs._goodput_checks.prepare_records`),
+parsed into attempts, matched to the scheduler's attempts and given their
+ends before :mod:`relkit.jobs._goodput_account` accounts their time
+(:func:`measure_run`); the runs come from
+:func:`relkit.jobs._goodput_inputs.group_runs`, and evidence (c), modelled
+from attempts alone, is :mod:`relkit.jobs._goodput_model`.
 """
 
 from collections import Counter
@@ -23,15 +24,24 @@ from relkit.jobs._goodput_account import (
     account_steps,
     split_gaps,
 )
-from relkit.jobs._goodput_model import SPAN_COLUMNS, modelled_runs
+from relkit.jobs._goodput_checks import Unmeasurable, prepare_records
+from relkit.jobs._goodput_inputs import (
+    AS_OF_OPTION,
+    GIVE_ATTEMPTS,
+    RUN_BY_OPTION,
+    few,
+    needs_interval,
+    sched_end,
+    span_frame,
+)
+from relkit.jobs._goodput_model import modelled_runs
 from relkit.jobs._goodput_records import (
     instant,
     record_attempts,
     saves,
     seconds,
 )
-from relkit.schema import UTC, require_columns
-from relkit.taxonomy import PLANNED_FLAGS
+from relkit.schema import UTC
 
 __all__ = [
     "GOODPUT_ATTEMPT_SCHEMA",
@@ -39,11 +49,8 @@ __all__ = [
     "MATCH_TOLERANCE_S",
     "SAVES",
     "STEPS",
-    "group_runs",
     "measure_run",
     "modelled_label",
-    "normalise_attempts",
-    "span_frame",
 ]
 
 #: How far apart (seconds) a checkpoint-log attempt and a scheduler attempt of
@@ -85,6 +92,7 @@ GOODPUT_RUN_SCHEMA = pl.Schema(
         "ettr_with_queue_frac": pl.Float64(),
         "n_attempts": pl.Int64(),
         "n_interruptions": pl.Int64(),
+        "n_stops": pl.Int64(),
         "badput_init_h": pl.Float64(),
         "badput_checkpoint_h": pl.Float64(),
         "badput_restore_h": pl.Float64(),
@@ -121,121 +129,6 @@ GOODPUT_ATTEMPT_SCHEMA = pl.Schema(
         "evidence": pl.String(),
     }
 )
-
-# -- inputs ---------------------------------------------------------------------------
-
-
-def normalise_attempts(attempts: pl.DataFrame) -> pl.DataFrame:
-    """Scheduler attempts with the optional columns the goodput reads."""
-    require_columns(
-        attempts, ["job_id", "start_ts", "end_ts", "state"], where="measure_goodput"
-    )
-    extra: dict[str, pl.DataType] = {
-        "attempt": pl.Int64(),
-        "submit_ts": UTC,
-        "stop_ts": UTC,
-        "n_gpus": pl.Int64(),
-        "flags": pl.String(),
-    }
-    return attempts.with_columns(
-        [
-            (pl.col(c) if c in attempts.columns else pl.lit(None)).cast(t).alias(c)
-            for c, t in extra.items()
-        ]
-    )
-
-
-def _sched_end(state: str | None, flags: str | None) -> str:
-    """Tell how a scheduler attempt ended: job_end (done, or requeued) or failure."""
-    if state == "COMPLETED":
-        return "job_end"
-    planned = flags is not None and any(f in flags.split(",") for f in PLANNED_FLAGS)
-    if state == "REQUEUED" and planned:
-        return "job_end"
-    return "failure"
-
-
-# -- runs -----------------------------------------------------------------------------
-
-
-def group_runs(
-    recs: pl.DataFrame,
-    sched: pl.DataFrame | None,
-    run_by: str | None,
-    notes: list[str],
-) -> tuple[dict[str, pl.DataFrame], dict[str, pl.DataFrame]]:
-    """Split records and scheduler attempts by run: two dicts keyed by run id."""
-    by_records: dict[str, pl.DataFrame] = {}
-    by_sched: dict[str, pl.DataFrame] = {}
-    if sched is not None and run_by is not None:
-        if run_by not in sched.columns:
-            msg = (
-                f"run_by={run_by!r} is not a column of the attempts; give one of "
-                f"{sched.columns} (a Slurm requeue chain: run_by='job_id'; by "
-                "job name: run_by='name')."
-            )
-            raise InvalidParameterError(msg)
-        keyed = sched.with_columns(_run=pl.col(run_by).cast(pl.String))
-        missing = keyed.filter(pl.col("_run").is_null()).height
-        if missing:
-            notes.append(
-                f"{missing} job attempt(s) have no {run_by} and belong to no run."
-            )
-        keyed = keyed.filter(pl.col("_run").is_not_null())
-        if recs.height:
-            runs_of = keyed.select("job_id", "_run").unique()
-            recs = recs.drop("run_id").join(
-                runs_of.rename({"_run": "run_id"}), on="job_id", how="left"
-            )
-            lost = recs.filter(pl.col("run_id").is_null()).height
-            if lost:
-                notes.append(
-                    f"{lost} record(s) have a job_id of no job attempt and were "
-                    f"left out (runs are grouped by the attempts' {run_by})."
-                )
-            recs = recs.filter(pl.col("run_id").is_not_null())
-            wanted = set(recs["run_id"].unique().to_list())
-            extra = keyed.filter(~pl.col("_run").is_in(list(wanted)))
-            if extra.height:
-                notes.append(
-                    f"{extra['_run'].n_unique()} group(s) of job attempts by "
-                    f"{run_by} have no record and were not measured."
-                )
-            keyed = keyed.filter(pl.col("_run").is_in(list(wanted)))
-        for (key,), part in keyed.partition_by("_run", as_dict=True).items():
-            by_sched[str(key)] = part
-    elif sched is not None and recs.height:
-        pairs = recs.filter(pl.col("job_id").is_not_null()).select("job_id", "run_id")
-        pairs = pairs.unique(maintain_order=True)
-        shared = pairs.filter(pl.col("job_id").is_duplicated())
-        if shared.height:
-            notes.append(
-                f"job id(s) {sorted(shared['job_id'].unique().to_list())[:5]} appear "
-                "in the records of several runs; their attempts go to the first."
-            )
-            pairs = pairs.unique("job_id", keep="first", maintain_order=True)
-        keyed = sched.join(pairs.rename({"run_id": "_run"}), on="job_id", how="left")
-        other = keyed.filter(pl.col("_run").is_null())
-        if other.height:
-            notes.append(
-                f"{other.height} job attempt(s) of {other['job_id'].n_unique()} job "
-                "id(s) that no record names were not measured (not part of a "
-                "run in the records)."
-            )
-        for (key,), part in (
-            keyed.filter(pl.col("_run").is_not_null())
-            .partition_by("_run", as_dict=True)
-            .items()
-        ):
-            by_sched[str(key)] = part
-    elif sched is not None:
-        keyed = sched.with_columns(_run=pl.col("job_id").cast(pl.String))
-        for (key,), part in keyed.partition_by("_run", as_dict=True).items():
-            by_sched[str(key)] = part
-    if recs.height:
-        for (key,), part in recs.partition_by("run_id", as_dict=True).items():
-            by_records[str(key)] = part
-    return by_records, by_sched
 
 
 def _match_sched(
@@ -297,7 +190,7 @@ def _sched_spans(
                 job_id=r["job_id"],
                 start=r["_start"],
                 end=r["_end"],
-                ended_by="open" if open_ else _sched_end(r["state"], r["flags"]),
+                ended_by="open" if open_ else sched_end(r["state"], r["flags"]),
                 submit=r["_submit"],
                 n_gpus=r["n_gpus"],
             )
@@ -336,16 +229,22 @@ def _decide_ends(
                 if as_of is not None:
                     if as_of < sp.running_until:
                         when = instant(origin, sp.running_until)
+                        given = instant(origin, as_of)
                         msg = (
-                            f"as_of is before the last record of open run {run_id!r} "
-                            f"({when:%Y-%m-%d %H:%M:%S} UTC); give an as_of at or "
-                            "after the end of the data, or leave it out to end "
-                            "open runs at their last record."
+                            f"as_of ({AS_OF_OPTION} {given:%Y-%m-%d %H:%M:%S} UTC) "
+                            f"is before the last record of open run {run_id!r} "
+                            "(or the scheduler's last sign of it running), "
+                            f"{when:%Y-%m-%d %H:%M:%S} UTC; give an as_of at or "
+                            "after the end of the data, or none to end open runs "
+                            "there."
                         )
                         raise InvalidParameterError(msg)
                     sp.end = as_of
                 else:
                     sp.end = sp.running_until
+        if sp.end < sp.start:  # type: ignore[operator]
+            sp.end = sp.start
+            said["backwards"] += 1
         if k < len(spans) - 1 and sp.end > spans[k + 1].start:  # type: ignore[operator]
             sp.end = max(spans[k + 1].start, sp.start)
             said["overlap"] += 1
@@ -354,6 +253,12 @@ def _decide_ends(
             f"Run {run_id}: {said['no_end']} attempt(s) before its last have no "
             "job_end or failure; each is taken to end, by a failure, at its last "
             "record."
+        )
+    if said["backwards"]:
+        notes.append(
+            f"Run {run_id}: {said['backwards']} attempt(s) end (by the scheduler's "
+            "records) before they start by the run's log; each is taken to end "
+            "at its start."
         )
     if said["overlap"]:
         notes.append(
@@ -368,14 +273,16 @@ def _decide_ends(
         if as_of is not None:
             notes.append(
                 f"Run {run_id} is open (its last attempt has not ended); it is "
-                f"measured up to as_of, and the {tail / 3600:.4g} h after its last "
-                f"record ({when:%Y-%m-%d %H:%M:%S} UTC) count as other badput."
+                f"measured up to as_of ({AS_OF_OPTION}), and the {tail / 3600:.4g} h "
+                "after the last sign of it running (its last record, or the "
+                f"scheduler's, {when:%Y-%m-%d %H:%M:%S} UTC) count as other badput."
             )
         else:
             notes.append(
                 f"Run {run_id} is open (its last attempt has not ended); it is "
-                f"measured up to its last record ({when:%Y-%m-%d %H:%M:%S} UTC). "
-                "Pass as_of to measure it up to a later time."
+                "measured up to the last sign of it running (its last record, or "
+                f"the scheduler's), {when:%Y-%m-%d %H:%M:%S} UTC; give as_of "
+                f"({AS_OF_OPTION}) to measure it up to a later time."
             )
     return is_open
 
@@ -419,16 +326,36 @@ def _measure_steps(
             sp.n_gpus = m["n_gpus"]
         if sp.end is None and m["_end"] is not None:
             sp.end = m["_end"]
-            sp.ended_by = _sched_end(m["state"], m["flags"])
+            sp.ended_by = sched_end(m["state"], m["flags"])
             from_sched += 1
     if from_sched:
         notes.append(
             f"Run {run_id}: {from_sched} attempt(s) have no job_end or failure "
             "record; their end and how they ended are the scheduler's."
         )
+    seen: list[float | None] = [a.last_record for a in atts]
+    last, m = atts[-1], matched[-1]
+    if (
+        last.span.end is None
+        and m is not None
+        and m["_end"] is None
+        and m["_stop"] is not None
+        and m["_stop"] > last.last_record
+    ):
+        seen[-1] = m["_stop"]
+        when = instant(origin, m["_stop"])
+        notes.append(
+            f"Run {run_id}: its last attempt (job {last.span.job_id}) is still "
+            "running by the scheduler's records, which show it running until "
+            f"{when:%Y-%m-%d %H:%M:%S} UTC, "
+            f"{(m['_stop'] - last.last_record) / 3600:.4g} h after the log's last "
+            "record; the run is measured up to that time, as from checkpoint "
+            "times alone, and that time counts as compute (productive: no failure "
+            "is recorded, and the progress records of it are not written yet)."
+        )
     is_open = _decide_ends(
         spans,
-        [a.last_record for a in atts],
+        seen,
         as_of=as_of,
         run_id=run_id,
         origin=origin,
@@ -475,30 +402,6 @@ def _spans_for(
     return [a.span for a, _ in parsed], [a.last_record for a, _ in parsed]
 
 
-def span_frame(sched: pl.DataFrame) -> pl.DataFrame:
-    """Give scheduler attempts (run key ``_run``) the columns of evidence (c).
-
-    ``ended_by``: ``open`` without an end, ``job_end`` for ``COMPLETED`` or a
-    deliberate requeue (:data:`relkit.taxonomy.PLANNED_FLAGS`), else
-    ``failure``.
-    """
-    planned = (
-        pl.col("flags")
-        .str.contains("(^|,)(" + "|".join(PLANNED_FLAGS) + ")(,|$)")
-        .fill_null(value=False)
-    )
-    ended_by = (
-        pl.when(pl.col("end_ts").is_null())
-        .then(pl.lit("open"))
-        .when(pl.col("state") == "COMPLETED")
-        .then(pl.lit("job_end"))
-        .when((pl.col("state") == "REQUEUED") & planned)
-        .then(pl.lit("job_end"))
-        .otherwise(pl.lit("failure"))
-    )
-    return sched.with_columns(ended_by=ended_by).select(SPAN_COLUMNS)
-
-
 def _record_span_frame(
     spans: list[Span], seen: list[float | None], origin: datetime, run_id: str
 ) -> pl.DataFrame:
@@ -537,11 +440,24 @@ def measure_run(
     cost_h: float,
     restart_h: float,
     notes: list[str],
+    used: set[str],
+    sched_ids: set[str] | None,
 ) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     """Measure one run from its records and scheduler attempts.
 
     Returns its run row and attempt rows (the goodput's schemas), or None
-    when nothing says when it ran (said in ``notes``).
+    when nothing says when it ran (said in ``notes``). ``used`` gains the
+    assumptions the run needed (``interval``, ``cost``, ``restart``);
+    ``sched_ids`` are the job ids of all the scheduler's attempts given (None:
+    no attempts given), to say why a run has none.
+
+    Raises
+    ------
+    Unmeasurable
+        If the run can only be modelled and ``interval_h`` is None, or its
+        records contradict themselves (its step numbering).
+    InvalidParameterError
+        If ``as_of`` is before the open run's last record.
     """
     starts = []
     if recs is not None and recs.height:
@@ -555,7 +471,9 @@ def measure_run(
     as_of_s = None if as_of is None else (as_of - origin).total_seconds()
     kinds: set[str] = set()
     if recs is not None and recs.height:
-        recs = recs.with_columns(_t=seconds("ts", origin))
+        recs = prepare_records(
+            recs.with_columns(_t=seconds("ts", origin)), run_id, origin, notes
+        )
         kinds = set(recs["kind"].unique().to_list())
     if recs is not None and kinds & {"step_start", "step_end"}:
         result = _measure_steps(
@@ -564,11 +482,7 @@ def measure_run(
         return _frames(run_id, result, origin, notes)
     spans, seen = _spans_for(recs, sched, run_id=run_id, origin=origin, notes=notes)
     if not spans:
-        notes.append(
-            f"Run {run_id}: its records have no step records, and no job_start "
-            "record or job attempt says when it ran; not measured (give the job "
-            "attempts, e.g. relkit.jobs.build_job_attempts of the sacct dump)."
-        )
+        notes.append(_no_spans(run_id, recs, sched_ids))
         return None
     if recs is not None and "checkpoint_saved" in kinds:
         result = _measure_saves(
@@ -580,16 +494,20 @@ def measure_run(
             as_of=as_of_s,
             interval_h=interval_h,
             notes=notes,
+            used=used,
         )
         return _frames(run_id, result, origin, notes)
     if interval_h is None:
-        msg = (
-            f"run {run_id!r} has no step or checkpoint records, only job "
-            "attempts: its goodput can only be modelled. Pass assumed_interval_h "
-            "(the run's checkpoint interval in hours, e.g. assumed_interval_h=1.0) "
-            "and optionally assumed_cost_h and assumed_restart_h."
+        what = (
+            "job attempts"
+            if sched is not None and sched.height
+            else "job_start and job_end records"
         )
-        raise InvalidParameterError(msg)
+        msg = needs_interval(
+            f"run {run_id!r} has no step or checkpoint records, only {what}"
+        )
+        raise Unmeasurable(msg)
+    used.update(("interval", "cost", "restart"))
     frame = (
         span_frame(sched.with_columns(_run=pl.lit(run_id)))
         if sched is not None and sched.height
@@ -612,6 +530,34 @@ def measure_run(
     )
 
 
+def _no_spans(
+    run_id: str, recs: pl.DataFrame | None, sched_ids: set[str] | None
+) -> str:
+    """Say why nothing tells when a run ran, and what to give."""
+    head = (
+        f"Run {run_id}: not measured: its records have no step or job_start "
+        "records, so only job attempts could say when it ran"
+    )
+    if sched_ids is None:
+        return f"{head}, and none were given; {GIVE_ATTEMPTS}."
+    ids = (
+        []
+        if recs is None
+        else recs["job_id"].drop_nulls().unique(maintain_order=True).to_list()
+    )
+    if not ids:
+        return (
+            f"{head}, and its records carry no job id to find them by; give the "
+            f"records their job ids, or group the attempts into runs ({RUN_BY_OPTION})."
+        )
+    return (
+        f"{head}, and its job ids {few(ids)} are not among the job records "
+        f"(whose job ids are {few(sorted(sched_ids))}); ingest the scheduler's "
+        "records of this run (relkit ingest --kind sacct, or --kind k8s), or "
+        "check the records' job ids."
+    )
+
+
 def _measure_saves(
     recs: pl.DataFrame,
     spans: list[Span],
@@ -622,6 +568,7 @@ def _measure_saves(
     as_of: float | None,
     interval_h: float | None,
     notes: list[str],
+    used: set[str],
 ) -> _RunResult:
     is_open = _decide_ends(
         spans, seen, as_of=as_of, run_id=run_id, origin=origin, notes=notes
@@ -632,7 +579,7 @@ def _measure_saves(
             f"Run {run_id}: {int(unknown.sum())} checkpoint save(s) have no "
             "save_s; their blocking time is unknown and counted as 0 s."
         )
-    accounts, dt, n_out = account_saves(
+    accounts, dt, n_out, assumed = account_saves(
         spans,
         s,
         e,
@@ -642,6 +589,8 @@ def _measure_saves(
         tol_s=MATCH_TOLERANCE_S,
         notes=notes,
     )
+    if assumed:
+        used.add("interval")
     if n_out:
         notes.append(
             f"Run {run_id}: {n_out} checkpoint save(s) fall outside every "
@@ -680,6 +629,21 @@ def _frames(
     """Turn a run's accounts into its run row and attempt rows."""
     accounts = res.accounts
     split_gaps(accounts)
+    parts = ("productive", "startup", "restore", "save", "lost", "other")
+    negative = [
+        (acc.span.attempt, part, getattr(acc, part))
+        for acc in accounts
+        for part in parts
+        if getattr(acc, part) < -1e-6
+    ]
+    if negative:
+        number, part, value = negative[0]
+        msg = (
+            f"Run {run_id}: not measured: its records contradict each other "
+            f"(attempt {number} would spend {value:.4g} s on {part}); check the "
+            "times of its records and of its job attempts."
+        )
+        raise Unmeasurable(msg)
     h = 1.0 / 3600.0
     att_rows = []
     for acc in accounts:
@@ -737,6 +701,7 @@ def _frames(
         ),
         "n_attempts": len(accounts),
         "n_interruptions": sum(a.span.ended_by == "failure" for a in accounts),
+        "n_stops": sum(a.span.ended_by == "stopped" for a in accounts),
         "badput_init_h": sum(a.startup for a in accounts) * h,
         "badput_checkpoint_h": sum(a.save for a in accounts) * h,
         "badput_restore_h": sum(a.restore for a in accounts) * h,
