@@ -32,6 +32,7 @@ GOODPUT_FIELDS = (
     "ettr_with_queue",
     "n_attempts",
     "n_interruptions",
+    "n_stops",
     "badput_init_h",
     "badput_checkpoint_h",
     "badput_restore_h",
