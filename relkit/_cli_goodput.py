@@ -171,6 +171,9 @@ def _cmd_checkpoint(
             "measured on the run. Drop one of them."
         )
         raise RelkitError(msg)
+    if not 0.0 < args.confidence < 1.0:
+        msg = f"--confidence {args.confidence} must be between 0 and 1, e.g. 0.9"
+        raise RelkitError(msg)
     goodput = _goodput(args, parse_instant)
     for note in goodput.notes:
         progress(f"note: {note}")
@@ -188,7 +191,10 @@ def _cmd_checkpoint(
     for row in decisions.iter_rows(named=True):
         for line in row["assumptions"]:
             progress(f"{row['run_id']}: assumed: {line}")
-    emit(decisions.select(DECISION_FIELDS), args.format)
+    shown = decisions.select(DECISION_FIELDS)
+    if args.format == "csv":  # items hold ';' themselves: one per line of the cell
+        shown = shown.with_columns(pl.col("assumptions").list.join("\n"))
+    emit(shown, args.format)
     return 0
 
 

@@ -249,7 +249,7 @@ def checkpoint_decision(
     else:
         bound_note = (
             f"The rate bounds are exact Poisson (Garwood) two-sided {_pct(c)} "
-            "bounds; the interval at the upper rate is interval_lower_h, and the "
+            "bounds. The interval at the upper rate is interval_lower_h, and the "
             "ETTR bounds are those of interval_h at the rate bounds."
         )
     if model is not None:
@@ -337,19 +337,28 @@ def _with_model(
     at_hi = renewal_optimum(components=_scaled(base, hi / rate), **kw).interval_h
     at_lo = renewal_optimum(components=_scaled(base, lo / rate), **kw).interval_h
     dt = best.interval_h
+    # a fitted model's ETTR need not be monotone in the rate (a very regular
+    # Weibull can gain from a higher hazard at a fixed interval): the bounds are
+    # the extremes over the rate's bounds and the estimate, so they contain it
+    at_bounds = [
+        renewal_ettr(dt, components=_scaled(base, r / rate), **kw) for r in (hi, lo)
+    ]
     return CheckpointDecision(
         interval_h=dt,
-        interval_lower_h=min(at_hi, at_lo),
-        interval_upper_h=max(at_hi, at_lo),
+        interval_lower_h=min(at_hi, at_lo, dt),
+        interval_upper_h=max(at_hi, at_lo, dt),
         expected_ettr=best.expected_ettr,
-        expected_ettr_lower=renewal_ettr(dt, components=_scaled(base, hi / rate), **kw),
-        expected_ettr_upper=renewal_ettr(dt, components=_scaled(base, lo / rate), **kw),
+        expected_ettr_lower=min(*at_bounds, best.expected_ettr),
+        expected_ettr_upper=max(*at_bounds, best.expected_ettr),
         failure_rate_per_h=rate,
         failure_rate_lower_per_h=lo,
         failure_rate_upper_per_h=hi,
         young_interval_h=best.young_interval_h,
         method=(
-            f"renewal-reward, Weibull (shape {shapes}; {len(base)} component"
+            "renewal-reward, Weibull (shape 1: exponential, Daly's exact model), "
+            "numeric maximiser"
+            if all(float(c[0]) == 1.0 for c in base)
+            else f"renewal-reward, Weibull (shape {shapes}; {len(base)} component"
             f"{'s' if len(base) > 1 else ''}), numeric maximiser"
         ),
         assumptions=(

@@ -15,6 +15,7 @@ import polars as pl
 
 from relkit import checkpoint, metrics, survival
 from relkit._answers_goodput import (
+    FIRST_ORDER_LOAD_LIMIT,
     SWEEP_GPUS,
     decide_checkpoints,
     decision_curve,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ASSUMED_BASIS",
+    "FIRST_ORDER_LOAD_LIMIT",
     "SWEEP_GPUS",
     "checkpoint_plan_by_system",
     "decide_checkpoints",

@@ -113,9 +113,10 @@ def test_checkpoint_db_c18_with_cost(
 ) -> None:
     """One interruption in 20 s + 14 s of running (34 s): λ = 1/34 per s. With
     w = 1 s, u₀ = 5 s (attempt 2's restore; its start-up is 0), q = 30 s, the
-    exact optimum of (1 - λ(u₀ + q + Δt/2))/(1 + w/Δt) is
-    Δt* = √(w² + 2w(1 - λ(u₀+q))/λ) - w; here 1 - λ·35 < 0, so the model has
-    broken down and the interval is 0 with ETTR 0, said in the method."""
+    first-order model breaks down (λ(u₀ + q) > 1, interval 0), so the exact
+    exponential renewal-reward model (Daly 2006) decides: the same call made
+    here by hand, renewal_optimum with one exponential component of mean
+    34 s."""
     code, out, err = run(
         capsys,
         "checkpoint",
@@ -133,8 +134,17 @@ def test_checkpoint_db_c18_with_cost(
     assert row["restart_h"] * 3600 == pytest.approx(5.0)
     assert row["queue_h"] * 3600 == pytest.approx(30.0)
     assert row["failure_rate_per_h"] == pytest.approx(3600 / 34)
-    assert row["interval_h"] == 0.0
-    assert row["expected_ettr"] == 0.0
+    from relkit.checkpoint import renewal_optimum
+
+    by_hand = renewal_optimum(
+        cost_h=1 / 3600,
+        restart_h=5 / 3600,
+        components=[(1.0, 34 / 3600, 1.0)],
+        downtime_h=30 / 3600,
+    )
+    assert row["interval_h"] == pytest.approx(by_hand.interval_h, rel=1e-9)
+    assert row["expected_ettr"] == pytest.approx(by_hand.expected_ettr, rel=1e-9)
+    assert "exponential" in row["method"]
     assert {"interval_lower_h", "interval_upper_h", "expected_ettr_lower"} <= set(row)
     assert "assumed" in err
 
@@ -143,9 +153,9 @@ def test_checkpoint_bundled_run_bounds(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The bundled 54-day run (datasets/synthetic): interval and ETTR inside their
-    bounds, the interval near Young's √(2w/λ) (w = 10 s), and at 64x the GPUs
-    the rate is 64x and the interval Kokolis's exact optimum
-    Δt* = √(w² + 2w(1 - λ(u₀+q))/λ) - w at that rate (computed here)."""
+    bounds, the interval near Young's √(2w/λ) (w = 10 s); at 64x the GPUs the
+    rate is 64x and, the first-order load being above 0.1 there, the interval
+    is the exact exponential renewal-reward optimum at that rate."""
     from relkit import datasets
 
     raw = datasets.path("synthetic")
@@ -174,9 +184,20 @@ def test_checkpoint_bundled_run_bounds(
     (big,) = json.loads(out)
     assert big["gpus"] == 131072
     assert big["failure_rate_per_h"] == pytest.approx(64 * row["failure_rate_per_h"])
+    from relkit.checkpoint import renewal_optimum
+
+    # at 131,072 GPUs the first-order load λ(u₀ + q + Δt/2) is above 0.1, so
+    # the exact exponential renewal-reward model decides (the same call here)
     lam, w = big["failure_rate_per_h"], big["cost_h"]
-    head = 1 - lam * (big["restart_h"] + big["queue_h"])
-    assert big["interval_h"] == pytest.approx((w * w + 2 * w * head / lam) ** 0.5 - w)
+    assert lam * (big["restart_h"] + big["queue_h"]) > 0.1
+    exact = renewal_optimum(
+        cost_h=w,
+        restart_h=big["restart_h"],
+        components=[(1.0, 1 / lam, 1.0)],
+        downtime_h=big["queue_h"],
+    )
+    assert big["interval_h"] == pytest.approx(exact.interval_h, rel=1e-6)
+    assert "exponential" in big["method"]
 
 
 @pytest.mark.parametrize(

@@ -789,7 +789,11 @@ def test_prop_attempt_evidence_sums(
     saves, att = run
     levels = [measure_goodput(None, att, assumed_interval_h=interval_h, as_of=as_of)]
     if saves.height:
-        levels.append(measure_goodput(saves, att, as_of=as_of))
+        try:
+            levels.append(measure_goodput(saves, att, as_of=as_of))
+        except InvalidParameterError as err:  # saves outside every attempt
+            if "fall outside every job attempt" not in str(err):
+                raise
     for g in levels:
         assert_sums(g)
         ettr = g.runs["ettr_frac"][0]

@@ -405,11 +405,16 @@ def test_prop_no_category_is_ever_negative(frame: pl.DataFrame) -> None:
 def test_prop_attempt_evidence_never_negative(
     run: tuple[pl.DataFrame, pl.DataFrame], interval_h: float
 ) -> None:
-    """Evidence (b) and (c) from a requeue chain: no category negative."""
+    """Evidence (b) and (c) from a requeue chain: no category negative (a run
+    whose saves fall outside its attempts is refused, which is also allowed)."""
     saves, att = run
     levels = [measure_goodput(None, att, assumed_interval_h=interval_h)]
     if saves.height:
-        levels.append(measure_goodput(saves, att))
+        try:
+            levels.append(measure_goodput(saves, att))
+        except InvalidParameterError as err:
+            if "fall outside every job attempt" not in str(err):
+                raise
     for g in levels:
         assert_nonnegative(g)
 

@@ -317,6 +317,21 @@ def _measure_steps(
     atts = [a for a, _ in parsed]
     spans = [a.span for a in atts]
     matched = _match_sched(spans, sched, origin, MATCH_TOLERANCE_S)
+    ids = {sp.job_id for sp in spans if sp.job_id is not None}
+    same_ids = (
+        0
+        if sched is None or not ids
+        else sched.filter(pl.col("job_id").is_in(list(ids))).height
+    )
+    if same_ids and all(m is None for m in matched):
+        notes.append(
+            f"Run {run_id}: none of its attempts matches a job attempt of the "
+            f"same job id starting within {MATCH_TOLERANCE_S:g} s, although the "
+            f"job records hold {same_ids} attempt(s) of its job ids: the times "
+            "disagree (check the zone the scheduler dump was ingested with, "
+            "relkit ingest --kind sacct --tz), so queue times are unknown and "
+            "every wait between attempts counts as recovery."
+        )
     from_sched = 0
     for sp, m in zip(spans, matched, strict=True):
         if m is None:
@@ -592,10 +607,19 @@ def _measure_saves(
     if assumed:
         used.add("interval")
     if n_out:
-        notes.append(
-            f"Run {run_id}: {n_out} checkpoint save(s) fall outside every "
-            "attempt and were left out."
+        # a save is made while an attempt runs: one outside every attempt (past
+        # the matching tolerance) means the log and the job records disagree
+        # in time, as a dump ingested in the wrong zone does (a whole-hour
+        # shift moves a few saves out and the ETTR by several points)
+        msg = (
+            f"Run {run_id}: not measured: {n_out} of its {int(s.size)} "
+            "checkpoint saves fall outside every job attempt (by more than "
+            f"{MATCH_TOLERANCE_S:g} s), so the checkpoint log and the job records "
+            "disagree in time. Check the zone the scheduler dump was ingested "
+            "with (relkit ingest --kind sacct --tz, then --replace) and that its "
+            "job ids are the run's."
         )
+        raise Unmeasurable(msg)
     levels = (
         recs.filter(pl.col("kind") == "checkpoint_saved")["level"]
         .drop_nulls()
