@@ -8,9 +8,28 @@ import polars as pl
 
 from relkit.errors import SchemaError
 
-__all__ = ["POLARS_SCHEMAS", "TABLE_COLUMNS", "UTC", "require_columns"]
+__all__ = [
+    "CHECKPOINT_KINDS",
+    "POLARS_SCHEMAS",
+    "TABLE_COLUMNS",
+    "UTC",
+    "require_columns",
+]
 
 UTC = pl.Datetime("us", "UTC")
+
+#: The ``kind`` of a row of the ``checkpoints`` table: the ``event`` of a
+#: record of a run's checkpoint/step log (case C18 of cases/README.md).
+CHECKPOINT_KINDS = (
+    "job_start",
+    "step_start",
+    "step_end",
+    "checkpoint_save_start",
+    "checkpoint_saved",
+    "checkpoint_restored",
+    "failure",
+    "job_end",
+)
 
 #: DuckDB column types of every store table, in column order.
 TABLE_COLUMNS: dict[str, dict[str, str]] = {

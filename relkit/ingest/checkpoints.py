@@ -47,6 +47,7 @@ from relkit.ingest._common import (
     read_csv_strings,
     read_parquet_strings,
 )
+from relkit.schema import CHECKPOINT_KINDS
 from relkit.store import Store
 
 __all__ = [
@@ -57,16 +58,7 @@ __all__ = [
 ]
 
 #: The ``event`` values a record may have; each is the ``kind`` of its row.
-CHECKPOINT_EVENTS = (
-    "job_start",
-    "step_start",
-    "step_end",
-    "checkpoint_save_start",
-    "checkpoint_saved",
-    "checkpoint_restored",
-    "failure",
-    "job_end",
-)
+CHECKPOINT_EVENTS = CHECKPOINT_KINDS
 
 #: Header columns of the table form (``ts`` and one of ``run_id``/``job_id``
 #: required).

@@ -15,7 +15,7 @@ import polars as pl
 
 from relkit.errors import SchemaError
 from relkit.jobs._goodput_account import INTERRUPTED, RecordAttempt, Span
-from relkit.schema import UTC, require_columns
+from relkit.schema import CHECKPOINT_KINDS, UTC, require_columns
 from relkit.taxonomy import STATE_CAUSE
 
 __all__ = [
@@ -31,16 +31,7 @@ __all__ = [
 ]
 
 #: ``kind`` values of the store's ``checkpoints`` records.
-RECORD_KINDS = (
-    "job_start",
-    "step_start",
-    "step_end",
-    "checkpoint_save_start",
-    "checkpoint_saved",
-    "checkpoint_restored",
-    "failure",
-    "job_end",
-)
+RECORD_KINDS = CHECKPOINT_KINDS
 
 #: job_end statuses that end an attempt in order (anything else is a failure).
 _CLEAN_END = ("COMPLETED", "REQUEUED", "SUCCEEDED", "SUCCESS", "DONE", "OK")
