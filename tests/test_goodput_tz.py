@@ -82,3 +82,62 @@ def test_wrong_zone_is_refused_with_the_fix(
     assert captured.out == ""
     assert "fall outside every job attempt" in captured.err
     assert "--tz" in captured.err
+
+
+def test_step_records_with_a_shifted_dump_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """C18's step records under job ids 7001/7002 with a sacct dump of those jobs
+    read as Asia/Tokyo (9 h off): the steps still give 15/64, and the note says
+    no scheduler attempt matched, naming --tz, instead of dropping the dump's
+    queue times silently."""
+    import json
+
+    from shared_paths import SHARED
+
+    c18 = (SHARED / "cases" / "C18-goodput-disruption-rework.jsonl").read_text(
+        encoding="utf-8"
+    )
+    lines = []
+    for line in c18.splitlines():
+        rec = json.loads(line)
+        rec["job_id"] = str(7000 + rec["attempt"])
+        lines.append(json.dumps(rec))
+    (tmp_path / "c18.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rows = [
+        HEADER,
+        "7001|7001|t|u|p|NODE_FAIL|0:0|2025-08-01T00:00:00|2025-08-01T00:00:00|"
+        "2025-08-01T00:00:20|00:00:20|1|gres/gpu=8,node=1|gpu017",
+        "7002|7002|t|u|p|COMPLETED|0:0|2025-08-01T00:00:40|2025-08-01T00:00:50|"
+        "2025-08-01T00:01:04|00:00:14|1|gres/gpu=8,node=1|gpu018",
+    ]
+    (tmp_path / "s.psv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    db = str(tmp_path / "s.duckdb")
+    assert (
+        main(
+            ["ingest", "--db", db, "--kind", "checkpoints", str(tmp_path / "c18.jsonl")]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "ingest",
+                "--db",
+                db,
+                "--kind",
+                "sacct",
+                "--tz",
+                "Asia/Tokyo",
+                str(tmp_path / "s.psv"),
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["goodput", "--db", db, "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    (row,) = json.loads(captured.out)
+    assert row["ettr"] == pytest.approx(15 / 64)
+    assert "none of its attempts matches" in captured.err
+    assert "--tz" in captured.err
