@@ -531,6 +531,27 @@ def _empty_risk_set(
     return InsufficientDataError(msg)
 
 
+def _check_risk_set(
+    entry: np.ndarray, stop: np.ndarray, where: str, key: dict[str, Any]
+) -> None:
+    """Refuse a group whose risk set empties before a later unit enters.
+
+    As :func:`kaplan_meier` (lifelines refuses such data): after the last
+    unit at risk has left, no estimate links the earlier curve to the later
+    units, so the curve after that time is not identifiable.
+    """
+    order = np.argsort(entry, kind="stable")
+    first_stop = np.maximum.accumulate(stop[order])
+    gaps = np.flatnonzero(entry[order][1:] > first_stop[:-1])
+    if gaps.size:
+        k = gaps[0]
+        detail = (
+            f"every unit that entered by {entry[order][k]:g} h has left by "
+            f"{first_stop[k]:g} h, and the next enters at {entry[order][k + 1]:g} h"
+        )
+        raise _empty_risk_set(where, key, detail)
+
+
 def _bracket(
     value: np.ndarray, lo: np.ndarray, hi: np.ndarray, *, km: bool
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -799,6 +820,10 @@ def cumulative_incidence(
     ------
     SchemaError
         If a column is missing or a row is invalid (with ``invalid="raise"``).
+    InsufficientDataError
+        If a group's risk set empties before a later unit enters, as
+        :func:`kaplan_meier` refuses it (the curve after it is not
+        identifiable).
 
     Notes
     -----
@@ -840,9 +865,20 @@ def cumulative_incidence(
         kinds = sorted({m for m, o in zip(modes, obs, strict=True) if o}, key=str)
         if times.size == 0:
             continue
-        n = np.array([np.sum((entry <= t) & (stop >= t)) for t in times])
+        _check_risk_set(entry, stop, where, key)
+        # at risk at t: entered by t and not stopped before t (sorted counts,
+        # O(n log n) instead of a pass over the units per failure time)
+        n = np.searchsorted(np.sort(entry), times, side="right") - np.searchsorted(
+            np.sort(stop), times, side="left"
+        )
+        index = np.searchsorted(times, stop[obs])
+        observed_modes = modes[obs]
         d_k = np.array(
-            [[np.sum(obs & (stop == t) & (modes == k)) for t in times] for k in kinds]
+            [
+                np.bincount(index[observed_modes == k], minlength=times.size)
+                for k in kinds
+            ],
+            dtype=float,
         )
         surv = np.cumprod(1.0 - d_k.sum(axis=0) / n)
         before = np.concatenate([[1.0], surv[:-1]])

@@ -822,3 +822,71 @@ def test_null_group_keys_are_refused_not_dropped() -> None:
             by=["system"],
             window_end=datetime(2025, 2, 1, tzinfo=UTC),
         )
+
+
+def test_cumulative_incidence_refuses_an_empty_risk_set_as_km_does() -> None:
+    """Issue 12 §1: unit A is at risk over (0, 1] and fails, unit B enters at 2
+    and fails at 3. Kaplan-Meier refuses (nothing links the curve after 1 h to
+    B); cumulative incidence answered F_gpu = 1.0 at 3 h. Both refuse now."""
+    table = pl.DataFrame(
+        {
+            "entry_h": [0.0, 2.0],
+            "stop_h": [1.0, 3.0],
+            "observed": [True, True],
+            "failure_mode": ["gpu", "net"],
+        }
+    )
+    with pytest.raises(InsufficientDataError, match="risk set becomes empty"):
+        kaplan_meier(table)
+    with pytest.raises(InsufficientDataError, match="next enters at 2 h"):
+        cumulative_incidence(table)
+
+
+def _naive_cif(table: pl.DataFrame) -> dict[tuple[str, float], float]:
+    """The Aalen-Johansen sum of the docstring, one pass per failure time."""
+    entry = table["entry_h"].to_numpy()
+    stop = table["stop_h"].to_numpy()
+    obs = table["observed"].to_numpy()
+    modes = table["failure_mode"].to_numpy()
+    times = np.unique(stop[obs])
+    kinds = sorted({m for m, o in zip(modes, obs, strict=True) if o})
+    n = np.array([np.sum((entry <= t) & (stop >= t)) for t in times])
+    d = np.array(
+        [[np.sum(obs & (stop == t) & (modes == k)) for t in times] for k in kinds]
+    )
+    s = np.cumprod(1.0 - d.sum(axis=0) / n)
+    before = np.concatenate([[1.0], s[:-1]])
+    cif = np.cumsum(before * d / n, axis=1)
+    return {
+        (k, t): v
+        for k, row in zip(kinds, cif, strict=True)
+        for t, v in zip(times, row, strict=True)
+    }
+
+
+@given(st.integers(min_value=0, max_value=2**31 - 1))
+@settings(max_examples=40, deadline=None)
+def test_prop_cumulative_incidence_equals_the_naive_sum(seed: int) -> None:
+    """The sorted-count computation (O(n log n)) gives the docstring's sum
+    computed naively, with ties across modes and delayed entry, to 1e-12."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 60))
+    entry = rng.integers(0, 5, n).astype(float)
+    stop = entry + rng.integers(1, 20, n).astype(float)  # integer times: ties
+    stop[0] = max(stop.max(), entry.max() + 1)  # one unit spans every entry
+    entry[0] = 0.0
+    table = pl.DataFrame(
+        {
+            "entry_h": entry,
+            "stop_h": stop,
+            "observed": rng.random(n) < 0.7,
+            "failure_mode": rng.choice(["gpu", "net", "host"], n),
+        }
+    )
+    if not table["observed"].any():
+        return
+    ours = cumulative_incidence(table)
+    naive = _naive_cif(table)
+    assert ours.height == len(naive)
+    for k, t, v in ours.select("failure_mode", "time_h", "cumulative_incidence").rows():
+        assert v == pytest.approx(naive[(k, t)], abs=1e-12)
