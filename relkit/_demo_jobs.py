@@ -45,12 +45,11 @@ def simulated_interruptions(
     from relkit import datasets
     from relkit.answers import (
         decide_checkpoints,
-        interruptions_with_losses,
         log_end,
         run_goodput,
     )
     from relkit.ingest import read_file, read_path
-    from relkit.jobs import job_interruptions, root_cause_table
+    from relkit.jobs import interruption_losses, job_interruptions, root_cause_table
 
     raw = datasets.path("synthetic")
     truth = json.loads((raw / "ground_truth.json").read_text(encoding="utf-8"))
@@ -84,8 +83,8 @@ def simulated_interruptions(
         )
         tables = [store.table(t) for t in ("checkpoints", "jobs", "job_nodes")]
     progress("measuring the run's goodput from its checkpoint log")
-    interruptions, _ = interruptions_with_losses(interruptions, *tables)
-    goodput = run_goodput(*tables)
+    goodput = run_goodput(*tables)  # measured once, for the run and its losses
+    interruptions = interruption_losses(interruptions, goodput.attempts)
     for note in goodput.notes:
         progress(f"note: {note}")
     decision = decide_checkpoints(goodput).row(0, named=True)
