@@ -66,7 +66,7 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
     "observation": (ANALYSIS, ("observation", "exposure")),
     "metrics": (ANALYSIS, ("metrics",)),
     "incidents": (ANALYSIS, ("incidents",)),
-    "survival": (ANALYSIS, ("survival", "_survival_tables")),
+    "survival": (ANALYSIS, ("survival",)),
     "checkpoint": (
         ANALYSIS,
         (

@@ -332,7 +332,7 @@ def test_lifelines_failure_wrapped(monkeypatch):
             msg = "delta contains nan value(s). Convergence halted."
             raise LifelinesError(msg)
 
-    monkeypatch.setattr(survival, "_fitter", lambda model, alpha: Broken())
+    monkeypatch.setattr(survival._fits, "_fitter", lambda model, alpha: Broken())
     table = s1_table(truncated=False)
     fits = fit_lifetime_models(table, models=["weibull"])
     assert fits["status"][0] == "failed to converge (ConvergenceError)"
@@ -357,10 +357,10 @@ def test_lifelines_warnings_become_status():
             warnings.warn("approx", ApproximationWarning, stacklevel=1)
             return self.fitter.fit(*args, **kwargs)
 
-    original = survival._fitter
+    original = survival._fits._fitter
     table = s1_table(truncated=False)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(survival, "_fitter", lambda m, a: Warns(original(m, a)))
+        mp.setattr(survival._fits, "_fitter", lambda m, a: Warns(original(m, a)))
         fits = fit_lifetime_models(table, models=["exponential"])
     assert fits["status"][0] == "ok (lifelines warned: ApproximationWarning)"
     assert round(fits["scale_h"][0], 2) == 2140.00

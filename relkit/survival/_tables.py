@@ -1,6 +1,6 @@
 r"""Survival tables (events and assets in, entry/stop/observed out) and model densities.
 
-Private helpers of :mod:`relkit.survival`; import the public names from there.
+Private module of :mod:`relkit.survival`; import the public names from the package.
 A survival table has one row per spell at risk:
 
 - ``unit_id`` (str): the node, system or unit the spell belongs to;
