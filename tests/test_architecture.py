@@ -80,15 +80,43 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
         ),
     ),
     "jobs": (ANALYSIS, ("jobs",)),
+    "repairable": (ANALYSIS, ("repairable",)),
     "scale": (ANALYSIS, ("scale",)),
     "published": (ANALYSIS, ("published",)),
     # composition: reads store tables and calls analysis
-    "answers": (COMPOSITION, ("answers", "_answers_goodput")),
+    "answers": (
+        COMPOSITION,
+        (
+            "answers",
+            "_answers_goodput",
+            "_answers_survival",
+            "_answers_competing",
+            "_answers_hazards",
+            "_answers_repairable",
+            "_answers_lemons",
+        ),
+    ),
     # charts: the only Altair user
     "charts": (CHARTS, ("charts",)),
     # presentation: thin users of the library
-    "report": (PRESENTATION, ("report", "_html", "_demo_jobs", "_report_goodput")),
-    "cli": (PRESENTATION, ("cli", "_cli_jobs", "_cli_goodput", "__main__")),
+    "report": (
+        PRESENTATION,
+        ("report", "_html", "_demo_jobs", "_report_goodput", "_report_survival"),
+    ),
+    "cli": (
+        PRESENTATION,
+        (
+            "cli",
+            "_cli_jobs",
+            "_cli_goodput",
+            "_cli_survival",
+            "_cli_competing",
+            "_cli_hazards",
+            "_cli_repairable",
+            "_cli_lemons",
+            "__main__",
+        ),
+    ),
     "api": (PRESENTATION, ("__init__",)),
 }
 #: rooms analysis may not import (DESIGN.md §1).
