@@ -46,8 +46,10 @@ from relkit.survival._nonparametric import (
     nelson_aalen,
 )
 from relkit.survival._tables import (
+    REMOVAL_EXITS,
     build_first_failure_table,
     build_lifetime_table,
+    build_removal_table,
     build_tbf_exclusions,
     build_tbf_table,
     model_density,
@@ -56,9 +58,11 @@ from relkit.survival._tables import (
 
 __all__ = [
     "MODELS",
+    "REMOVAL_EXITS",
     "ZERO_DURATION_H",
     "build_first_failure_table",
     "build_lifetime_table",
+    "build_removal_table",
     "build_tbf_exclusions",
     "build_tbf_table",
     "cumulative_incidence",
