@@ -1,4 +1,4 @@
-"""Non-parametric curves: Kaplan-Meier, Nelson-Aalen, cumulative incidence."""
+"""Non-parametric curves: Kaplan-Meier and Nelson-Aalen (CIF: see _competing)."""
 
 import warnings
 from collections.abc import Sequence
@@ -8,11 +8,10 @@ import numpy as np
 import polars as pl
 
 from relkit.errors import InsufficientDataError
-from relkit.schema import require_columns
 from relkit.survival._common import MAX_ROWS, check_confidence, prepare
 from relkit.survival._tables import split_groups
 
-__all__ = ["cumulative_incidence", "kaplan_meier", "nelson_aalen"]
+__all__ = ["kaplan_meier", "nelson_aalen"]
 
 
 def _thin(frame: pl.DataFrame, budget: int) -> pl.DataFrame:
@@ -33,27 +32,6 @@ def _empty_risk_set(
         "overlapping spells; fix entry_h/stop_h or group less finely."
     )
     return InsufficientDataError(msg)
-
-
-def _check_risk_set(
-    entry: np.ndarray, stop: np.ndarray, where: str, key: dict[str, Any]
-) -> None:
-    """Refuse a group whose risk set empties before a later unit enters.
-
-    As :func:`kaplan_meier` (lifelines refuses such data): after the last
-    unit at risk has left, no estimate links the earlier curve to the later
-    units, so the curve after that time is not identifiable.
-    """
-    order = np.argsort(entry, kind="stable")
-    first_stop = np.maximum.accumulate(stop[order])
-    gaps = np.flatnonzero(entry[order][1:] > first_stop[:-1])
-    if gaps.size:
-        k = gaps[0]
-        detail = (
-            f"every unit that entered by {entry[order][k]:g} h has left by "
-            f"{first_stop[k]:g} h, and the next enters at {entry[order][k + 1]:g} h"
-        )
-        raise _empty_risk_set(where, key, detail)
 
 
 def _bracket(
@@ -284,126 +262,3 @@ def nelson_aalen(
     [0.0, 0.5, 1.5]
     """
     return _curve(table, by, confidence, invalid, max_rows, kind="na")
-
-
-# -------------------------------------------------------------- competing risks
-
-
-def cumulative_incidence(
-    table: pl.DataFrame,
-    *,
-    mode: str = "failure_mode",
-    by: Sequence[str] = (),
-    invalid: Literal["raise", "drop"] = "raise",
-) -> pl.DataFrame:
-    r"""Estimate each failure mode's cumulative incidence (Aalen-Johansen).
-
-    Deterministic: tied failures of different modes at one time are handled
-    exactly, with no random jitter (unlike lifelines' ``AalenJohansenFitter``).
-
-    Parameters
-    ----------
-    table : pl.DataFrame
-        Survival table (``entry_h`` optional, ``stop_h``, ``observed``) with a
-        ``mode`` column naming the failure mode of observed rows (ignored for
-        censored rows).
-    mode : str, default "failure_mode"
-        Name of the failure-mode column.
-    by : sequence of str, default ()
-        Grouping columns (one estimate per group and mode).
-    invalid : {"raise", "drop"}, default "raise"
-        See :func:`validate_survival_table`.
-
-    Returns
-    -------
-    pl.DataFrame
-        Columns ``*by, <mode>, time_h, cumulative_incidence``: one row per
-        group, mode and distinct failure time of any mode, sorted.
-
-    Raises
-    ------
-    SchemaError
-        If a column is missing or a row is invalid (with ``invalid="raise"``).
-    InsufficientDataError
-        If a group's risk set empties before a later unit enters, as
-        :func:`kaplan_meier` refuses it (the curve after it is not
-        identifiable).
-
-    Notes
-    -----
-    With :math:`n_j` at risk (delayed entry as in :func:`kaplan_meier`),
-    :math:`d_j` failures of any mode and :math:`d_{kj}` of mode :math:`k` at
-    :math:`t_j`: :math:`\hat F_k(t) = \sum_{t_j \le t} \hat S(t_{j-1})\,
-    d_{kj}/n_j` with :math:`\hat S` the all-mode Kaplan-Meier; hence
-    :math:`\sum_k \hat F_k = 1 - \hat S`. Unlike :math:`1 - \hat S_k` with
-    other modes censored, this does not overstate the per-mode risk.
-
-    References
-    ----------
-    .. [1] O. O. Aalen and S. Johansen, Scand. J. Statist. 5(3), 1978, 141-150.
-    .. [2] J. P. Klein and M. L. Moeschberger, *Survival Analysis*, 2003, §2.7.
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> t = pl.DataFrame(
-    ...     {
-    ...         "stop_h": [1.0, 2.0, 3.0],
-    ...         "observed": [True, True, False],
-    ...         "failure_mode": ["gpu", "net", None],
-    ...     }
-    ... )
-    >>> cumulative_incidence(t)["cumulative_incidence"].round(4).to_list()
-    [0.3333, 0.3333, 0.0, 0.3333]
-    """
-    where = "cumulative_incidence"
-    require_columns(table, [mode], where=where)
-    table = prepare(table, by, invalid, where)
-    frames = []
-    for key, part in split_groups(table, by):
-        entry = part["entry_h"].to_numpy()
-        stop = part["stop_h"].to_numpy()
-        obs = part["observed"].to_numpy()
-        modes = part[mode].to_numpy()
-        times = np.unique(stop[obs])
-        kinds = sorted({m for m, o in zip(modes, obs, strict=True) if o}, key=str)
-        if times.size == 0:
-            continue
-        _check_risk_set(entry, stop, where, key)
-        # at risk at t: entered by t and not stopped before t (sorted counts,
-        # O(n log n) instead of a pass over the units per failure time)
-        n = np.searchsorted(np.sort(entry), times, side="right") - np.searchsorted(
-            np.sort(stop), times, side="left"
-        )
-        index = np.searchsorted(times, stop[obs])
-        observed_modes = modes[obs]
-        d_k = np.array(
-            [
-                np.bincount(index[observed_modes == k], minlength=times.size)
-                for k in kinds
-            ],
-            dtype=float,
-        )
-        surv = np.cumprod(1.0 - d_k.sum(axis=0) / n)
-        before = np.concatenate([[1.0], surv[:-1]])
-        cif = np.cumsum(before * d_k / n, axis=1)
-        for k, values in zip(kinds, cif, strict=True):
-            frames.append(
-                pl.DataFrame(
-                    {
-                        mode: [k] * times.size,
-                        "time_h": times,
-                        "cumulative_incidence": values,
-                    }
-                ).select(*(pl.lit(v).alias(c) for c, v in key.items()), pl.all())
-            )
-    schema = {
-        **{c: table.schema[c] for c in by},
-        mode: table.schema[mode],
-        "time_h": pl.Float64,
-        "cumulative_incidence": pl.Float64,
-    }
-    if not frames:
-        return pl.DataFrame(schema=schema)
-    out = pl.concat(frames, how="vertical_relaxed")
-    return out.with_columns(pl.col(c).cast(t) for c, t in schema.items())
