@@ -34,16 +34,19 @@ References
    high-performance computing systems", DSN 2006. doi:10.1109/DSN.2006.5
 """
 
+from relkit.survival._competing import cumulative_incidence, gray_test
 from relkit.survival._fits import (
     MODELS,
     ZERO_DURATION_H,
     fit_lifetime_models,
     fit_lifetimes,
 )
-from relkit.survival._nonparametric import (
-    cumulative_incidence,
-    kaplan_meier,
-    nelson_aalen,
+from relkit.survival._nonparametric import kaplan_meier, nelson_aalen
+from relkit.survival._regression import (
+    HazardModel,
+    cox_hazards,
+    logrank_by,
+    weibull_aft,
 )
 from relkit.survival._tables import (
     REMOVAL_EXITS,
@@ -60,16 +63,21 @@ __all__ = [
     "MODELS",
     "REMOVAL_EXITS",
     "ZERO_DURATION_H",
+    "HazardModel",
     "build_first_failure_table",
     "build_lifetime_table",
     "build_removal_table",
     "build_tbf_exclusions",
     "build_tbf_table",
+    "cox_hazards",
     "cumulative_incidence",
     "fit_lifetime_models",
     "fit_lifetimes",
+    "gray_test",
     "kaplan_meier",
+    "logrank_by",
     "model_density",
     "nelson_aalen",
     "validate_survival_table",
+    "weibull_aft",
 ]
