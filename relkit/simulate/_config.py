@@ -47,7 +47,7 @@ A100_UNLOGGABLE: tuple[str, ...] = ("gpu/sram_uncorrectable",)
 
 @dataclass(frozen=True)
 class SimConfig:
-    """A simulated GPU cluster, its failure processes and its workload.
+    r"""A simulated GPU cluster, its failure processes and its workload.
 
     The defaults are the ``llama3-54d`` run's: its fleet and span are Llama 3's
     (arXiv:2407.21783, doi:10.48550/arXiv.2407.21783), while the checkpoint
@@ -110,6 +110,15 @@ class SimConfig:
         ``lemon_multiplier``.
     lemon_multiplier : float
         Rate multiplier of lemon nodes, >= 1.
+    rate_trend : float
+        Shape β of a power-law trend in calendar time of the hardware modes
+        with exponential gaps (calendar modes that count as failures): each
+        unit's failures are a non-homogeneous Poisson process of intensity
+        :math:`\lambda(t) = \bar\lambda\,\beta\,(t/T)^{\beta-1}` over the
+        span :math:`T`, the power-law (Crow-AMSAA) model of MIL-HDBK-189, so
+        the mean rate over the span stays :math:`\bar\lambda`. β > 1: the rate
+        rises, β < 1: it falls, 1 (default): constant (no trend). Processes
+        with a Weibull shape other than 1 keep their renewal process.
     batches : tuple of (str, float, float)
         Hardware batches: name, fraction of nodes, rate multiplier (hardware
         modes). Fractions must sum to 1.
@@ -153,6 +162,7 @@ class SimConfig:
     background_jobs: int = 0
     lemon_nodes: int = 0
     lemon_multiplier: float = 10.0
+    rate_trend: float = 1.0
     batches: tuple[tuple[str, float, float], ...] = (("b1", 1.0, 1.0),)
     nodes_per_rack: int = 16
     noise_lines_per_node_day: float = 24.0
@@ -234,6 +244,8 @@ class SimConfig:
         out["processes"] = [asdict(p) for p in self.processes]
         out["batches"] = [list(b) for b in self.batches]
         out["framings"] = list(self.framings)
+        if self.rate_trend == 1.0:  # no trend: the output of earlier versions
+            del out["rate_trend"]
         return out
 
     def validated(self) -> "SimConfig":
@@ -304,6 +316,7 @@ class SimConfig:
             )
             raise InvalidParameterError(msg)
         _num(self.lemon_multiplier, "lemon_multiplier", 1.0, 1e6)
+        _num(self.rate_trend, "rate_trend", 0.1, 10.0)
         _int(self.nodes_per_rack, "nodes_per_rack", 1, 10**6)
         _num(self.noise_lines_per_node_day, "noise_lines_per_node_day", 0.0, 1e6)
         _int(self.first_job_id, "first_job_id", 1, 10**9)
@@ -376,6 +389,9 @@ CLI_FLAGS: dict[str, str] = {
     "restart_h": "--restart-h",
     "background_jobs": "--background-jobs",
     "noise_lines_per_node_day": "--noise-lines-per-node-day",
+    "lemon_nodes": "--lemon-nodes",
+    "lemon_multiplier": "--lemon-multiplier",
+    "rate_trend": "--rate-trend",
 }
 
 

@@ -95,9 +95,18 @@ def build_fleet(config: SimConfig, rng: np.random.Generator) -> Fleet:
 
 
 def _exponential_times(
-    rates: np.ndarray, horizon_h: float, rng: np.random.Generator
+    rates: np.ndarray,
+    horizon_h: float,
+    rng: np.random.Generator,
+    trend: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Poisson process per unit with the given rates: (unit index, time h)."""
+    """Poisson process per unit with the given mean rates: (unit index, time h).
+
+    With ``trend`` β != 1 the process is the power-law NHPP of intensity
+    ``rate β (t/T)^(β-1)``: given its count, each time is ``T U^(1/β)`` for a
+    uniform ``U`` (the inverse of Λ(t)/Λ(T) = (t/T)^β), drawn from the same
+    uniforms as the constant-rate process.
+    """
     from scipy import stats
 
     counts = stats.poisson.rvs(rates * horizon_h, random_state=rng)
@@ -106,7 +115,10 @@ def _exponential_times(
     times = stats.uniform.rvs(
         loc=0.0, scale=horizon_h, size=int(counts.sum()), random_state=rng
     )
-    return units, np.atleast_1d(np.asarray(times, dtype=float))
+    times = np.atleast_1d(np.asarray(times, dtype=float))
+    if trend != 1.0:
+        times = horizon_h * (times / horizon_h) ** (1.0 / trend)
+    return units, times
 
 
 def _weibull_times(
@@ -180,7 +192,8 @@ def draw_failures(
         mult = fleet.multiplier[node_of] if hardware else np.ones(n_units)
         rates = p.rate_per_unit_h * mult
         if p.weibull_shape == 1.0:
-            units, times = _exponential_times(rates, horizon, rng)
+            trend = config.rate_trend if hardware else 1.0
+            units, times = _exponential_times(rates, horizon, rng, trend)
         else:
             units, times = _weibull_times(rates, p.weibull_shape, horizon, rng)
         order = np.lexsort((units, times))

@@ -566,6 +566,7 @@ def ground_truth(
             ),
         },
         "processes": sim.processes.to_dicts(),
+        **_trend_truth(cfg),
         "runs": sim.runs.to_dicts(),
         "counts": {
             "incidents": sim.incidents.height,
@@ -585,6 +586,31 @@ def ground_truth(
         "run_interruptions_by_table5_row": dict(table5.iter_rows()),  # type: ignore[arg-type]
         "incidents": _frame_rows(sim.incidents.drop("cid", "t_h", "node", "gpu")),
         "interruptions": _frame_rows(sim.interruptions),
+    }
+
+
+def _trend_truth(cfg: SimConfig) -> dict[str, Any]:
+    """Return the injected rate trend, when there is one (nothing otherwise)."""
+    if cfg.rate_trend == 1.0:
+        return {}
+    from relkit.simulate._modes import BEHAVIOUR
+
+    modes = [
+        p.failure_mode
+        for p in cfg.processes
+        if p.weibull_shape == 1.0
+        and p.rate_per_unit_h > 0
+        and not BEHAVIOUR[p.failure_mode].job_dependent
+        and BEHAVIOUR[p.failure_mode].counts_as_failure
+    ]
+    return {
+        "rate_trend": {
+            "model": "power-law NHPP (Crow-AMSAA) in calendar time from the start",
+            "beta": cfg.rate_trend,
+            "intensity": "rate_per_unit_h * beta * (t / T) ** (beta - 1), T = span",
+            "direction": "rising" if cfg.rate_trend > 1 else "falling",
+            "failure_modes": modes,
+        }
     }
 
 
