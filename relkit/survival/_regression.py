@@ -182,6 +182,7 @@ def _risk_extremes(
     for i in np.flatnonzero(observed):
         t = stop[i]
         at_risk = (entry < t) & (stop >= t)
+        at_risk[i] = True  # a zero-length spell is at risk at its own failure
         xs = x[at_risk]
         if x[i] < xs.max():
             up = False
@@ -359,8 +360,21 @@ def _fit(fitter: Any, df: Any, *, truncated: bool, robust: bool) -> list[str]:  
         kwargs["robust"] = True
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        retried = []
         try:
-            fitter.fit(df, **kwargs)
+            try:
+                fitter.fit(df, **kwargs)
+            except LifelinesConvergence:
+                if type(fitter).__name__ != "CoxPHFitter":
+                    raise
+                # lifelines' full Newton step can overshoot into a singular
+                # Hessian with many small levels; a shorter step reaches the
+                # same maximum (the step changes the path, not the optimum)
+                fitter.fit(df, **kwargs, fit_options={"step_size": 0.3})
+                retried.append(
+                    "lifelines' Newton-Raphson halted on a singular Hessian; "
+                    "refitted with step size 0.3 (same likelihood maximum)"
+                )
         except (LifelinesConvergence, ValueError, np.linalg.LinAlgError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             msg = (
@@ -372,7 +386,7 @@ def _fit(fitter: Any, df: Any, *, truncated: bool, robust: bool) -> list[str]:  
     for w in caught:
         line = str(w.message).strip().splitlines()[0] if str(w.message) else ""
         texts.append(f"lifelines {w.category.__name__}: {line}")
-    return list(dict.fromkeys(texts))
+    return retried + list(dict.fromkeys(texts))
 
 
 def _count(design: _Design) -> tuple[int, int]:
