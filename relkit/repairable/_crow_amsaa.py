@@ -67,7 +67,11 @@ def _fit(g: GroupData, terminated: str, z: float, confidence: float) -> dict:
         num = np.sum(_xlogx(e, beta, 1) - _xlogx(s, beta, 1))
         return n / beta + sum_log_t - n * num / denom
 
-    lo, hi = _BETA_RANGE
+    lo, top = _BETA_RANGE
+    # widen the bracket while the score stays finite (e**beta underflows late)
+    hi = 2.0
+    while hi < top and np.isfinite(score(hi)) and score(hi) > 0:
+        hi *= 2
     if not (score(lo) > 0 > score(hi)):
         return out | {
             "note": f"no interior maximum of the likelihood in beta in [{lo}, {hi}]"
