@@ -181,7 +181,7 @@ def _risk_extremes(
     up = down = True
     for i in np.flatnonzero(observed):
         t = stop[i]
-        at_risk = (entry < t) & (stop >= t)
+        at_risk = ((entry < t) | (entry == 0)) & (stop >= t)
         at_risk[i] = True  # a zero-length spell is at risk at its own failure
         xs = x[at_risk]
         if x[i] < xs.max():
@@ -798,7 +798,8 @@ def logrank_statistic(
     Notes
     -----
     At each distinct failure time :math:`t` with :math:`d` failures among the
-    :math:`n` units at risk (``entry_h`` :math:`< t \le` ``stop_h``), group
+    :math:`n` units at risk (``entry_h`` :math:`< t \le` ``stop_h``; a unit
+    entering at 0 is at risk at :math:`t = 0`, as lifelines counts it), group
     :math:`j` has :math:`n_j` at risk and :math:`d_j` failures. With
     :math:`Z_j = \sum_t (d_j - d\,n_j/n)` and
     :math:`V_{jl} = \sum_t d\,\frac{n_j}{n}(\delta_{jl} - \frac{n_l}{n})
@@ -815,7 +816,7 @@ def logrank_statistic(
     z = np.zeros(k)
     v = np.zeros((k, k))
     for t in np.unique(stop[obs]):
-        at_risk = (entry < t) & (stop >= t)
+        at_risk = ((entry < t) | (entry == 0)) & (stop >= t)
         died = at_risk & obs & (stop == t)
         n_j = np.bincount(g[at_risk], minlength=k).astype(float)
         d_j = np.bincount(g[died], minlength=k).astype(float)
