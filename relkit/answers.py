@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
-from relkit import checkpoint, metrics, survival
+from relkit import checkpoint, metrics
 from relkit._answers_goodput import (
     FIRST_ORDER_LOAD_LIMIT,
     SWEEP_GPUS,
@@ -23,6 +23,22 @@ from relkit._answers_goodput import (
     interruptions_with_losses,
     per_mode_checkpoint_plan,
     run_goodput,
+)
+from relkit._answers_hazards import hazards_by
+from relkit._answers_lemons import LEMON_FIELDS, lemons
+from relkit._answers_repairable import (
+    PERIODS,
+    mcf_by,
+    mtbf_by_period,
+    repairable_frames,
+    trend_by,
+)
+from relkit._answers_survival import (
+    ENDPOINTS,
+    first_failure_survival,
+    survival_by,
+    survival_table,
+    time_between_failures,
 )
 from relkit.errors import InsufficientDataError, SchemaError
 from relkit.observation import (
@@ -34,7 +50,6 @@ from relkit.observation import (
     observe,
     split_by,
     system_incidents,
-    to_service_clock,
 )
 
 if TYPE_CHECKING:
@@ -42,7 +57,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ASSUMED_BASIS",
+    "ENDPOINTS",
     "FIRST_ORDER_LOAD_LIMIT",
+    "LEMON_FIELDS",
+    "PERIODS",
     "SWEEP_GPUS",
     "checkpoint_plan_by_system",
     "decide_checkpoints",
@@ -51,17 +69,24 @@ __all__ = [
     "event_table",
     "excluded_failures",
     "first_failure_survival",
+    "hazards_by",
     "incident_table",
     "interruptions_with_losses",
+    "lemons",
     "log_end",
+    "mcf_by",
     "mtbf_by",
+    "mtbf_by_period",
     "mtbf_of",
     "no_wall_time_note",
     "per_mode_checkpoint_plan",
+    "repairable_frames",
     "run_goodput",
     "store_tables",
     "survival_by",
+    "survival_table",
     "time_between_failures",
+    "trend_by",
 ]
 
 
@@ -495,284 +520,6 @@ def excluded_failures(
     return obs.excluded.select(
         "source_id", "line_no", "ts", "host", "device", "failure_mode", "reason"
     ).sort("ts", "source_id", "line_no", nulls_last=True)
-
-
-def time_between_failures(
-    events: pl.DataFrame,
-    assets: pl.DataFrame,
-    *,
-    by: Sequence[str] = (),
-    unit: Literal["node", "system"] = "system",
-    window_start: datetime | None = None,
-    window_end: datetime | None = None,
-    sources: pl.DataFrame | None = None,
-    log_spans: pl.DataFrame | None = None,
-    failure_modes: pl.DataFrame | None = None,
-) -> pl.DataFrame:
-    """Build the time-between-failures table of each group, ready to fit.
-
-    Parameters
-    ----------
-    events, assets : pl.DataFrame
-        The store's ``events`` and ``assets`` tables.
-    by : sequence of str, default ()
-        Grouping columns, as in :func:`mtbf_by`.
-    unit : {"node", "system"}, default "system"
-        Gaps between failures of the same node, or of the whole group. For
-        ``"system"``, simultaneous failures of many nodes are one system
-        incident (:func:`relkit.observation.system_incidents`).
-    window_start : datetime, optional
-        Start of observation (UTC): a unit's last failure before it is the
-        origin of its first gap (entry = window start − that failure).
-    window_end : datetime, optional
-        End of observation (UTC); defaults to the end of data.
-    sources, log_spans, failure_modes : pl.DataFrame, optional
-        The store's tables of the same names.
-
-    Returns
-    -------
-    pl.DataFrame
-        Columns ``*by, unit_id, entry_h, stop_h, observed`` as
-        :func:`relkit.survival.build_tbf_table`.
-
-    Raises
-    ------
-    SchemaError
-        If a ``by`` column is not a known attribute.
-    InsufficientDataError
-        As :func:`relkit.observation.observe`.
-    """
-    return _tbf_tables(
-        events,
-        assets,
-        by=by,
-        unit=unit,
-        window_start=window_start,
-        window_end=window_end,
-        sources=sources,
-        log_spans=log_spans,
-        failure_modes=failure_modes,
-    )[0]
-
-
-def _tbf_tables(
-    events: pl.DataFrame,
-    assets: pl.DataFrame,
-    *,
-    by: Sequence[str],
-    unit: Literal["node", "system"],
-    window_end: datetime | None,
-    window_start: datetime | None = None,
-    **tables: pl.DataFrame | None,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Return the time-between-failures table and its exclusions.
-
-    Nodes: on their in-service clock (:func:`relkit.observation.to_service_clock`),
-    so a gap between service windows is not age. Systems: calendar time, with
-    simultaneous failures of many nodes one outage. Failures before a unit's
-    observation began set the origin of its first gap.
-    """
-    by = _unique(by)
-    obs = observe(
-        events, assets, window_start=window_start, window_end=window_end, **tables
-    )
-    split_by(by, obs.windows, obs.failures, attributes=obs.attributes)
-    failures, prior = obs.failures, obs.prior_failures
-    args: dict = {"unit": unit, "by": by}
-    if unit == "system":
-        unit_by, _ = split_by(by, obs.windows, obs.failures, attributes=obs.attributes)
-        if bad := [c for c in unit_by if c != "system"]:
-            msg = (
-                f"cannot group the system's time between failures by {bad}: a "
-                "system's outages span its nodes. Group by system and failure "
-                "attributes, or use per-node gaps (--unit node; library: "
-                "unit='node')."
-            )
-            raise SchemaError(msg)
-        event_by = [c for c in by if c != "system"]
-        keys = ["system", *event_by]
-        failures = system_incidents(failures, by=keys)
-        prior = system_incidents(prior, by=keys).with_columns(prior=pl.lit(True))
-        both = pl.concat([failures, prior], how="diagonal_relaxed")
-        windows = obs.windows.filter(pl.col("exposure_h") > 0)
-        end = obs.observed_until if window_end is None else window_end
-        if end is None:
-            end = windows["out_of_service_ts"].max()
-    else:
-        windows, both = to_service_clock(obs.windows, failures, prior)
-        end = windows["out_of_service_ts"].max()
-    args["window_end"] = end
-    table = survival.build_tbf_table(both, windows, with_origin=True, **args)
-    excluded = survival.build_tbf_exclusions(both, windows, **args)
-    if obs.excluded.height:
-        extra = (
-            obs.excluded.group_by("host")
-            .agg(n=pl.len().cast(excluded.schema.get("n", pl.UInt32)))
-            .with_columns(reason=pl.lit("failure in no service window of its unit"))
-        )
-        extra = extra.select(
-            *[pl.lit(None).alias(c) for c in by],
-            unit_id=pl.col("host"),
-            reason="reason",
-            n="n",
-        )
-        excluded = pl.concat([excluded, extra], how="diagonal_relaxed")
-    return table, excluded
-
-
-def survival_by(
-    events: pl.DataFrame,
-    assets: pl.DataFrame,
-    *,
-    by: Sequence[str] = (),
-    unit: Literal["node", "system"] = "system",
-    window_start: datetime | None = None,
-    window_end: datetime | None = None,
-    sources: pl.DataFrame | None = None,
-    log_spans: pl.DataFrame | None = None,
-    failure_modes: pl.DataFrame | None = None,
-) -> pl.DataFrame:
-    """Fit lifetime models to the time between failures of each group.
-
-    Parameters
-    ----------
-    events, assets : pl.DataFrame
-        The store's ``events`` and ``assets`` tables.
-    by : sequence of str, default ()
-        Grouping columns, as in :func:`mtbf_by`.
-    unit : {"node", "system"}, default "system"
-        Gaps between failures of the same node, or of the whole group
-        (simultaneous failures of many nodes are one system incident).
-    window_start : datetime, optional
-        Start of observation (UTC): a unit's last failure before it is the
-        origin of its first gap.
-    window_end : datetime, optional
-        End of observation (UTC); defaults to the end of data.
-    sources, log_spans, failure_modes : pl.DataFrame, optional
-        The store's tables of the same names.
-
-    Returns
-    -------
-    pl.DataFrame
-        One row per group, columns as :func:`relkit.survival.fit_lifetimes`, plus
-        ``n_origin_unknown``: first gaps of units in service before tracking
-        with no known start, measured from the tracking start (left-truncated
-        there; a forward-recurrence time, exact only under a constant hazard),
-        and ``n_excluded``: failures outside every window of their unit
-        (:func:`excluded_failures` lists them).
-
-    Raises
-    ------
-    SchemaError
-        If a ``by`` column is not a known attribute.
-    InsufficientDataError
-        As :func:`relkit.observation.observe`.
-    """
-    by = _unique(by)
-    table, excluded = _tbf_tables(
-        events,
-        assets,
-        by=by,
-        unit=unit,
-        window_start=window_start,
-        window_end=window_end,
-        sources=sources,
-        log_spans=log_spans,
-        failure_modes=failure_modes,
-    )
-    fits = survival.fit_lifetimes(table.drop("origin_known"), by=by)
-    unknown = table.filter(~pl.col("origin_known"))
-    if by:
-        n_unknown = unknown.group_by(by).agg(n_origin_unknown=pl.len())
-        fits = fits.join(
-            n_unknown.cast({c: fits.schema[c] for c in by}), on=by, how="left"
-        )
-    else:
-        fits = fits.with_columns(n_origin_unknown=pl.lit(unknown.height))
-    fits = fits.with_columns(pl.col("n_origin_unknown").fill_null(0).cast(pl.Int64))
-    if by:
-        counts = (
-            excluded.filter(pl.all_horizontal(pl.col(by).is_not_null()))
-            .group_by(by)
-            .agg(n_excluded=pl.col("n").sum())
-        )
-        counts = counts.cast({c: fits.schema[c] for c in by})
-        fits = fits.join(counts, on=by, how="left")
-    else:
-        fits = fits.with_columns(n_excluded=pl.lit(int(excluded["n"].sum())))
-    return fits.with_columns(pl.col("n_excluded").fill_null(0).cast(pl.Int64))
-
-
-def first_failure_survival(
-    events: pl.DataFrame,
-    assets: pl.DataFrame,
-    *,
-    systems: Sequence[str] | None = None,
-    confidence: float = 0.95,
-    window_end: datetime | None = None,
-    sources: pl.DataFrame | None = None,
-    log_spans: pl.DataFrame | None = None,
-    failure_modes: pl.DataFrame | None = None,
-) -> pl.DataFrame:
-    """Kaplan-Meier curve of each node's time to its first failure, per system.
-
-    Parameters
-    ----------
-    events, assets : pl.DataFrame
-        The store's ``events`` and ``assets`` tables.
-    systems : sequence of str, optional
-        Systems to include; all by default.
-    confidence : float, default 0.95
-        Level of the pointwise confidence band.
-    window_end : datetime, optional
-        End of observation (UTC); defaults to the end of data.
-    sources, log_spans, failure_modes : pl.DataFrame, optional
-        The store's tables of the same names.
-
-    Returns
-    -------
-    pl.DataFrame
-        Columns as :func:`relkit.survival.kaplan_meier` with ``system`` first.
-
-    Raises
-    ------
-    InsufficientDataError
-        As :func:`relkit.observation.observe`; or when no unit (of ``systems``)
-        has time at risk.
-
-    Notes
-    -----
-    Time runs from a node's entry into service. Nodes already in service when
-    tracking began enter late (left truncation); nodes never failing are
-    right-censored at decommission or the end of data.
-    """
-    obs = observe(
-        events,
-        assets,
-        window_end=window_end,
-        sources=sources,
-        log_spans=log_spans,
-        failure_modes=failure_modes,
-    )
-    failures, windows = obs.failures, obs.windows.filter(pl.col("exposure_h") > 0)
-    if systems is not None:
-        failures = failures.filter(pl.col("system").is_in(list(systems)))
-        windows = windows.filter(pl.col("system").is_in(list(systems)))
-    if windows.height == 0:
-        msg = (
-            "first_failure_survival: no unit has time at risk"
-            + (f" in systems {list(systems)}" if systems is not None else "")
-            + " (every unit was observed for no measurable time), so there is "
-            "no time to first failure to estimate. Ingest the whole logs, or an "
-            "assets table with the units' service windows."
-        )
-        raise InsufficientDataError(msg)
-    # age is time in service: a gap between service windows does not count
-    units, on_clock = to_service_clock(windows, failures, failures.head(0))
-    table = survival.build_first_failure_table(
-        on_clock, units, by=["system"], window_end=units["out_of_service_ts"].max()
-    )
-    return survival.kaplan_meier(table, by=["system"], confidence=confidence)
 
 
 def checkpoint_plan_by_system(

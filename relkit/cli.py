@@ -325,6 +325,26 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
         gpus_per_node=args.gpus_per_node,
         min_exposure_h=args.min_exposure_h,
     )
+    if args.period is not None:
+        from relkit.answers import mtbf_by_period
+
+        whole = result
+        result = mtbf_by_period(
+            obs.failures,
+            obs.windows,
+            obs=obs,
+            period=args.period,
+            by=_columns(args.by),
+            confidence=args.confidence,
+            unit=args.unit,
+            gpus_per_node=args.gpus_per_node,
+            min_exposure_h=args.min_exposure_h,
+        )
+        _progress(
+            f"{result.height} {args.period} row(s); whole window: "
+            f"{int(whole['n_failures'].sum())} failure(s) over "
+            f"{whole['exposure_h'].sum():.6g} unit-hours"
+        )
     if obs.windows["exposure_h"].sum() == 0:
         first = (
             tables["assets"]
@@ -544,6 +564,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             "checkpoint_cost_h",
             "restart_h",
             "noise_lines_per_node_day",
+            "lemon_nodes",
+            "lemon_multiplier",
+            "rate_trend",
         )
         if getattr(args, name) is not None
     }
@@ -726,6 +749,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=24.0,
         help="warn for groups with less time at risk, unit-hours (default 24)",
     )
+    p.add_argument(
+        "--period",
+        choices=("month", "quarter"),
+        help="one row per calendar month or quarter (UTC) and group: exposure "
+        "split at the period boundaries, failures in the period of their time",
+    )
     _add_count_unknown_xid(p)
     _add_format(p)
     p.set_defaults(func=_cmd_mtbf)
@@ -837,6 +866,27 @@ def build_parser() -> argparse.ArgumentParser:
         "repeat for several modes (default: exponential, 1)",
     )
     p.add_argument(
+        "--lemon-nodes",
+        type=int,
+        help="nodes whose hardware failure rates are multiplied by "
+        "--lemon-multiplier (listed in ground_truth.json as lemon_hosts; "
+        "default: the preset's share of the fleet)",
+    )
+    p.add_argument(
+        "--lemon-multiplier",
+        type=float,
+        help="hardware rate multiplier of lemon nodes, >= 1 (default: the "
+        "preset's, 10 for llama3-54d, 20 for rsc1)",
+    )
+    p.add_argument(
+        "--rate-trend",
+        type=float,
+        metavar="BETA",
+        help="power-law (Crow-AMSAA) trend of the hardware failure rate in "
+        "calendar time, intensity proportional to t^(BETA-1) with the same mean "
+        "rate: > 1 rising, < 1 falling (0.1 to 10; default 1, no trend)",
+    )
+    p.add_argument(
         "--yes-big",
         action="store_true",
         help="run even when the estimated output is over the size limits "
@@ -853,7 +903,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_demo)
 
     from relkit._cli_goodput import add_goodput_verbs  # goodput, checkpoint, whatif
+    from relkit._cli_hazards import add_hazards_verbs  # hazards
     from relkit._cli_jobs import add_job_verbs  # jobs, interruptions, rootcause, ...
+    from relkit._cli_lemons import add_lemon_verbs  # lemons
+    from relkit._cli_repairable import add_repairable_verbs  # trend, mcf
 
     add_goodput_verbs(
         verbs,
@@ -865,6 +918,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add_job_verbs(
+        verbs,
+        emit=_emit,
+        progress=_progress,
+        parse_instant=_parse_instant,
+        add_db=_add_db,
+        add_format=_add_format,
+    )
+    add_lemon_verbs(
+        verbs,
+        emit=_emit,
+        progress=_progress,
+        parse_instant=_parse_instant,
+        add_db=_add_db,
+        add_format=_add_format,
+    )
+    add_hazards_verbs(
+        verbs,
+        emit=_emit,
+        progress=_progress,
+        parse_instant=_parse_instant,
+        add_db=_add_db,
+        add_format=_add_format,
+    )
+    add_repairable_verbs(
         verbs,
         emit=_emit,
         progress=_progress,
