@@ -20,6 +20,9 @@ References
 .. [4] R. J. Gray, "A class of K-sample tests for comparing the cumulative
    incidence of a competing risk", Ann. Statist. 16(3), 1988, 1141-1154.
    doi:10.1214/aos/1176350951
+.. [5] P. K. Andersen, Ø. Borgan, R. D. Gill and N. Keiding, *Statistical
+   Models Based on Counting Processes*, Springer, 1993.
+   doi:10.1007/978-1-4612-4348-9
 """
 
 from collections.abc import Sequence
@@ -64,12 +67,32 @@ def _check_risk_set(
         raise InsufficientDataError(msg)
 
 
+def _at_risk(entry: np.ndarray, stop: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Units at risk at each time: entry < t <= stop, plus zero-length spells at t.
+
+    A unit that entered at ``t`` is not at risk for failures at ``t`` (the
+    counting-process risk set of Andersen et al. 1993, §III.3, as lifelines'
+    Kaplan-Meier); a censoring at ``t`` still is (failures come first). A
+    spell with ``entry_h == stop_h`` (a failure at the instant observation
+    began) is at risk at its own time, or it could fail out of an empty set.
+    """
+    zero = np.sort(stop[entry == stop])
+    n = np.searchsorted(np.sort(entry), times, side="left") - np.searchsorted(
+        np.sort(stop), times, side="left"
+    )
+    return (
+        n
+        + np.searchsorted(zero, times, side="right")
+        - np.searchsorted(zero, times, side="left")
+    )
+
+
 @dataclass(frozen=True)
 class _EventTable:
     """Distinct failure times of one group, with risk sets and counts per mode."""
 
     times: np.ndarray  # (J,) distinct failure times of any mode, increasing
-    n_at_risk: np.ndarray  # (J,) entered by t and not stopped before t
+    n_at_risk: np.ndarray  # (J,) at risk at t (see _at_risk)
     modes: list[Any]  # (K,) failure modes, sorted
     d: np.ndarray  # (K, J) failures of each mode at each time
 
@@ -79,10 +102,7 @@ def _event_table(
 ) -> _EventTable:
     times = np.unique(stop[observed])
     kinds = sorted({m for m, o in zip(modes, observed, strict=True) if o}, key=str)
-    # at risk at t: entry <= t <= stop (a censoring at t is still at risk at t)
-    n = np.searchsorted(np.sort(entry), times, side="right") - np.searchsorted(
-        np.sort(stop), times, side="left"
-    )
+    n = _at_risk(entry, stop, times)
     index = np.searchsorted(times, stop[observed])
     failed = modes[observed]
     d = np.array(
@@ -198,8 +218,10 @@ def cumulative_incidence(
 
     Notes
     -----
-    With :math:`n_j` units at risk at :math:`t_j` (entered by :math:`t_j` and
-    not stopped before it), :math:`d_j` failures of any mode and
+    With :math:`n_j = \#\{i: a_i < t_j \le t_i\}` units at risk at
+    :math:`t_j` (a unit entering at :math:`t_j` is not yet at risk there, as
+    in lifelines' Kaplan-Meier; one censored at :math:`t_j` still is; a
+    zero-length spell :math:`a_i = t_i` counts at its own time), :math:`d_j` failures of any mode and
     :math:`d_{kj}` of mode :math:`k`:
     :math:`\hat F_k(t) = \sum_{t_j \le t} \hat S(t_{j-1})\, d_{kj}/n_j`, with
     :math:`\hat S` the all-mode Kaplan-Meier (Aalen & Johansen 1978); hence
@@ -329,9 +351,7 @@ def _gray_one(
     index = np.searchsorted(times, stop)
     for g in range(G):
         mine = group == g
-        n[g] = np.searchsorted(np.sort(entry[mine]), times, side="right") - (
-            np.searchsorted(np.sort(stop[mine]), times, side="left")
-        )
+        n[g] = _at_risk(entry[mine], stop[mine], times)
         for arr, c in ((d1, 1), (d2, 2)):
             sel = mine & (cause == c)
             arr[g] = np.bincount(index[sel], minlength=J)
