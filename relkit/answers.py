@@ -14,6 +14,14 @@ from typing import TYPE_CHECKING, Literal
 import polars as pl
 
 from relkit import checkpoint, metrics
+from relkit._answers_competing import (
+    OTHER_MODE,
+    CompetingRisks,
+    competing_risks_by,
+    cumulative_incidence_by,
+    first_failure_modes,
+    gray_test_by,
+)
 from relkit._answers_goodput import (
     FIRST_ORDER_LOAD_LIMIT,
     SWEEP_GPUS,
@@ -60,15 +68,21 @@ __all__ = [
     "ENDPOINTS",
     "FIRST_ORDER_LOAD_LIMIT",
     "LEMON_FIELDS",
+    "OTHER_MODE",
     "PERIODS",
     "SWEEP_GPUS",
+    "CompetingRisks",
     "checkpoint_plan_by_system",
+    "competing_risks_by",
+    "cumulative_incidence_by",
     "decide_checkpoints",
     "decision_curve",
     "decision_scale_sweep",
     "event_table",
     "excluded_failures",
+    "first_failure_modes",
     "first_failure_survival",
+    "gray_test_by",
     "hazards_by",
     "incident_table",
     "interruptions_with_losses",
