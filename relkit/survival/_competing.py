@@ -453,7 +453,10 @@ def gray_test(
     pl.DataFrame
         One row per tested mode, sorted: ``<mode>, statistic`` (chi-square),
         ``df`` (groups − 1), ``p_value``, ``n_groups``, ``n_events`` (failures
-        of the mode) and ``n_units``.
+        of the mode), ``n_units`` and ``status``: ``"ok"``, or why there is no
+        statistic (null ``statistic`` and ``p_value``: the score's covariance
+        is singular, e.g. a group has no unit at risk at the mode's failure
+        times).
 
     Raises
     ------
@@ -461,8 +464,7 @@ def gray_test(
         If a column is missing, a row is invalid, the group column has nulls,
         ``rho`` is negative, or a requested mode is never observed.
     InsufficientDataError
-        If fewer than two groups are present, or the score's covariance is
-        singular (e.g. a group with no unit at risk at any failure time).
+        If fewer than two groups are present.
 
     Notes
     -----
@@ -551,27 +553,26 @@ def gray_test(
     for m in wanted:
         cause = np.where(obs, np.where(modes == m, 1, 2), 0)
         score, cov = _gray_one(stop, entry, cause, codes.to_numpy(), len(levels), rho)
-        try:
-            stat = float(score @ np.linalg.solve(cov, score))
-        except np.linalg.LinAlgError:
-            stat = float("nan")
-        if not np.isfinite(stat) or np.linalg.cond(cov) > 1e12:
-            msg = (
-                f"{where}: the covariance of Gray's score for mode {m!r} between "
-                f"{group!r} groups {levels[:5]} is singular (a group has no unit "
-                "at risk at the failure times); drop or merge that group."
-            )
-            raise InsufficientDataError(msg)
         df = len(levels) - 1
+        stat: float | None = None
+        status = "ok"
+        if np.linalg.cond(cov) < 1e12:
+            stat = float(score @ np.linalg.solve(cov, score))
+        else:
+            status = (
+                "singular covariance: a group has no unit at risk at this mode's "
+                "failure times; merge or drop groups"
+            )
         rows.append(
             {
                 mode: m,
                 "statistic": stat,
                 "df": df,
-                "p_value": float(chi2.sf(stat, df)),
+                "p_value": None if stat is None else float(chi2.sf(stat, df)),
                 "n_groups": len(levels),
                 "n_events": int((cause == 1).sum()),
                 "n_units": table.height,
+                "status": status,
             }
         )
     return pl.DataFrame(
@@ -584,5 +585,6 @@ def gray_test(
             "n_groups": pl.Int64,
             "n_events": pl.Int64,
             "n_units": pl.Int64,
+            "status": pl.String,
         },
     )
