@@ -374,23 +374,6 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_survival(args: argparse.Namespace) -> int:
-    from relkit.answers import survival_by
-
-    start, end = _window(args)
-    tables = _open_tables(args.db)
-    _progress("fitting exponential, Weibull, log-normal and log-logistic models")
-    result = survival_by(
-        **tables,
-        by=_columns(args.by),
-        unit=args.unit,
-        window_start=start,
-        window_end=end,
-    )
-    _emit(result, args.format)
-    return 0
-
-
 def _cmd_events(args: argparse.Namespace) -> int:
     from relkit.answers import event_table
     from relkit.store import Store
@@ -759,22 +742,6 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p)
     p.set_defaults(func=_cmd_mtbf)
 
-    p = verbs.add_parser(
-        "survival", help="lifetime models of the time between failures"
-    )
-    _add_db(p)
-    p.add_argument("--by", help="comma-separated grouping, e.g. system")
-    p.add_argument("--unit", choices=("node", "system"), default="system")
-    p.add_argument(
-        "--window-start",
-        help="ISO 8601 instant with zone; earlier failures set the first gap's origin",
-    )
-    p.add_argument(
-        "--window-end", help="ISO 8601 instant with zone (default: end of data)"
-    )
-    _add_format(p)
-    p.set_defaults(func=_cmd_survival)
-
     p = verbs.add_parser("events", help="list failure-log events with their category")
     _add_db(p)
     p.add_argument("--failure-mode", help="only this mode, e.g. gpu/hbm_uncorrectable")
@@ -907,6 +874,7 @@ def build_parser() -> argparse.ArgumentParser:
     from relkit._cli_jobs import add_job_verbs  # jobs, interruptions, rootcause, ...
     from relkit._cli_lemons import add_lemon_verbs  # lemons
     from relkit._cli_repairable import add_repairable_verbs  # trend, mcf
+    from relkit._cli_survival import add_survival_verbs  # survival
 
     add_goodput_verbs(
         verbs,
@@ -918,6 +886,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add_job_verbs(
+        verbs,
+        emit=_emit,
+        progress=_progress,
+        parse_instant=_parse_instant,
+        add_db=_add_db,
+        add_format=_add_format,
+    )
+    add_survival_verbs(
         verbs,
         emit=_emit,
         progress=_progress,
