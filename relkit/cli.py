@@ -869,6 +869,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p)
     p.set_defaults(func=_cmd_demo)
 
+    from relkit._cli_competing import add_competing_verbs  # cif
     from relkit._cli_goodput import add_goodput_verbs  # goodput, checkpoint, whatif
     from relkit._cli_hazards import add_hazards_verbs  # hazards
     from relkit._cli_jobs import add_job_verbs  # jobs, interruptions, rootcause, ...
@@ -918,6 +919,14 @@ def build_parser() -> argparse.ArgumentParser:
         add_format=_add_format,
     )
     add_repairable_verbs(
+        verbs,
+        emit=_emit,
+        progress=_progress,
+        parse_instant=_parse_instant,
+        add_db=_add_db,
+        add_format=_add_format,
+    )
+    add_competing_verbs(
         verbs,
         emit=_emit,
         progress=_progress,
