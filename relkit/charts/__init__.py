@@ -15,6 +15,7 @@ from relkit.charts._failures import (
     tbf_histogram_chart,
 )
 from relkit.charts._goodput import badput_waterfall_chart
+from relkit.charts._hazards import hazard_ratio_forest_chart
 from relkit.charts._theme import (
     MAX_ROWS,
     THEME_NAME,
@@ -32,6 +33,7 @@ __all__ = [
     "ettr_interval_chart",
     "ettr_scale_chart",
     "events_timeline_chart",
+    "hazard_ratio_forest_chart",
     "kaplan_meier_chart",
     "mtbf_chart",
     "tbf_histogram_chart",
