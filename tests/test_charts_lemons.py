@@ -191,6 +191,23 @@ def test_labels_name_gpus_and_use_the_group_when_hosts_repeat() -> None:
         charts.lemon_ranking_chart(gpu.drop("device"))
 
 
+def test_unit_without_expected_count_is_drawn_and_said() -> None:
+    """baseline='others' leaves a unit alone in its group with expected null
+    and p = 1 (relkit.repairable.lemon_units): its bar is 0 long, its text
+    says there is no expected count and its ratio is null; numpy integers
+    are accepted for top."""
+    frame = _frame([6, 0], [0.5, 0.5]).with_columns(
+        expected=pl.Series([0.5, None]), p_value=pl.Series([0.0002, 1.0])
+    )
+    frame = frame.with_columns(
+        q_value=pl.Series(stats.false_discovery_control(frame["p_value"]))
+    )
+    rows = _rows(charts.lemon_ranking_chart(frame, top=np.int64(2)).to_dict())
+    assert rows[1]["count_text"] == "0 vs (no expected count)"
+    assert rows[1]["ratio"] is None
+    assert rows[1]["evidence"] == 0.0
+
+
 def test_errors_name_the_fix() -> None:
     """Missing columns are named; bad values, options and an FDR that does not
     fit the lemon column are refused with the value to pass."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -224,7 +225,11 @@ def lemon_ranking_chart(
 
     where = "lemon_ranking_chart"
     require_columns(lemons, list(_REQUIRED), where=where)
-    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_ROWS:
+    if (
+        isinstance(top, bool)
+        or not isinstance(top, numbers.Integral)
+        or not 1 <= top <= MAX_ROWS
+    ):
         msg = (
             f"{where}: top must be a whole number of units in [1, {MAX_ROWS:,}] "
             f"(Altair's row limit); got {top!r}."
