@@ -191,7 +191,9 @@ def _on_gpus(
             for host, g, named_devs in per_host.iter_rows()
             for dev in [*named_devs, *(f"#{k}" for k in range(len(named_devs), g))]
         ]
-        pairs = pl.DataFrame(rows, schema={"host": pl.String, "_dev": pl.String})
+        pairs = pl.DataFrame(
+            rows, schema={"host": pl.String, "_dev": pl.String}, orient="row"
+        )
         windows = (
             windows.drop("device")
             .join(pairs, on="host")
