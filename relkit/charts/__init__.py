@@ -7,6 +7,7 @@ the chart without displaying it. This is the only relkit module that imports
 Altair; :func:`enable_theme` is relkit's one global action.
 """
 
+from relkit.charts._competing import cumulative_incidence_chart
 from relkit.charts._ettr import ettr_chart, ettr_interval_chart, ettr_scale_chart
 from relkit.charts._failures import (
     events_timeline_chart,
@@ -16,6 +17,8 @@ from relkit.charts._failures import (
 )
 from relkit.charts._goodput import badput_waterfall_chart
 from relkit.charts._hazards import hazard_ratio_forest_chart
+from relkit.charts._lemons import lemon_ranking_chart
+from relkit.charts._repairable import crow_amsaa_chart, mcf_chart
 from relkit.charts._theme import (
     MAX_ROWS,
     THEME_NAME,
@@ -27,6 +30,8 @@ __all__ = [
     "MAX_ROWS",
     "THEME_NAME",
     "badput_waterfall_chart",
+    "crow_amsaa_chart",
+    "cumulative_incidence_chart",
     "enable_offline_rendering",
     "enable_theme",
     "ettr_chart",
@@ -35,6 +40,8 @@ __all__ = [
     "events_timeline_chart",
     "hazard_ratio_forest_chart",
     "kaplan_meier_chart",
+    "lemon_ranking_chart",
+    "mcf_chart",
     "mtbf_chart",
     "tbf_histogram_chart",
 ]
