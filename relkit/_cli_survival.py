@@ -22,45 +22,33 @@ def _columns(text: str | None) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()] if text else []
 
 
-def _sum(result: pl.DataFrame, col: str) -> int:
+def _sum(result: pl.DataFrame, by: list[str], col: str) -> int:
     if col not in result.columns or result.height == 0:
         return 0
     # with --all-models each group has one row per model: count groups once
-    keys = [c for c in result.columns if c not in _FIT_COLUMNS]
+    keys = [*_GROUP_COLUMNS, *by]
     return int(result.unique(subset=keys)[col].sum())
 
 
-#: Columns that differ between the model rows of one group (``--all-models``).
-_FIT_COLUMNS = {
-    "model",
-    "rank",
-    "aic",
-    "bic",
-    "delta_aic",
-    "log_likelihood",
-    "scale_h",
-    "scale_lower_h",
-    "scale_upper_h",
-    "shape",
-    "shape_lower",
-    "shape_upper",
-    "status",
-}
+#: Columns naming a group; with ``--by`` its columns come after them.
+_GROUP_COLUMNS = {"endpoint", "unit", "failure_mode"}
 
 
-def _say_counts(result: pl.DataFrame, endpoint: str, progress: Progress) -> None:
+def _say_counts(
+    result: pl.DataFrame, endpoint: str, by: list[str], progress: Progress
+) -> None:
     """Say on stderr what each group count means, where it is not zero."""
     if endpoint == "removal":
         progress(
             "removal: "
-            f"{_sum(result, 'n_removed_after_failure')} unit(s) removed after a "
+            f"{_sum(result, by, 'n_removed_after_failure')} unit(s) removed after a "
             "failure in their last service window (events), "
-            f"{_sum(result, 'n_removed_without_failure')} removed without one "
+            f"{_sum(result, by, 'n_removed_without_failure')} removed without one "
             "(censored at removal: a competing exit), "
-            f"{_sum(result, 'n_in_service')} still in service (censored at the "
+            f"{_sum(result, by, 'n_in_service')} still in service (censored at the "
             "end of data)"
         )
-    if n := _sum(result, "n_origin_unknown"):
+    if n := _sum(result, by, "n_origin_unknown"):
         what = (
             "first gap(s) measured from the tracking start of units with no "
             "known install date (left-truncated there)"
@@ -68,17 +56,17 @@ def _say_counts(result: pl.DataFrame, endpoint: str, progress: Progress) -> None
             else "unit(s) with no known install date left out (their age is unknown)"
         )
         progress(f"note: {n} {what} (n_origin_unknown)")
-    if n := _sum(result, "n_failed_before_entry"):
+    if n := _sum(result, by, "n_failed_before_entry"):
         progress(
             f"note: {n} unit(s) failed before they entered observation and are "
             "left out: their first failure was not seen (n_failed_before_entry)"
         )
-    if n := _sum(result, "n_excluded"):
+    if n := _sum(result, by, "n_excluded"):
         progress(
             f"note: {n} failure(s) outside every service window of their unit "
             "were excluded (n_excluded); `relkit rejects --db DB` lists them"
         )
-    if n := _sum(result, "n_node_level"):
+    if n := _sum(result, by, "n_node_level"):
         progress(
             f"note: {n} failure(s) name no GPU (network, NVSwitch, host modes) "
             "and are not counted per GPU (n_node_level): --unit node counts them"
@@ -135,6 +123,7 @@ def add_survival_verbs(
             window_start=start,
             window_end=end,
         )
+        _say_counts(result, args.endpoint, _columns(args.by), progress)
         if result.height == 0 or int(result["n_failures"].sum()) == 0:
             modes = (
                 tables["events"]["failure_mode"].drop_nulls().unique().sort().to_list()
@@ -145,7 +134,6 @@ def add_survival_verbs(
                 + f"; the store's modes are {modes[:20]}"
             )
             raise RelkitError(msg)
-        _say_counts(result, args.endpoint, progress)
         for row in (
             result.filter(~pl.col("status").str.starts_with("ok"))
             .head(5)
