@@ -243,21 +243,47 @@ def test_ref_c14_drop_option_lists_rows_and_km():
 
 
 def test_ref_c14_zero_duration_policy():
-    """Case C14: u02 failed at 0 h. Kept for KM; parametric fits set it to half a
-    minute (documented default) or drop it, and status says so (never silent)."""
+    """Case C14: u02 failed at 0 h. Kept for KM; parametric fits interval-censor it
+    in (0, r] with r the resolution (1 h here, inferred from the failure times
+    240 h) and say so; the old half-minute stand-in is available on request.
+    Expected exponential mean: scipy's bounded maximisation of the likelihood
+    written out by hand (f(240) (1 - S(1)) S(1224)/S(744) S(720)) in the test."""
+    from scipy import optimize
+
     with pytest.warns(RelkitWarning):
         table = build_lifetime_table(c14_units(), invalid="drop")
     fits = fit_lifetime_models(table, models=["exponential"])
-    assert fits["status"][0] == "ok; 1 zero-length spell(s) set to 0.008333 h"
+    assert fits["status"][0] == (
+        "ok; 1 zero-length spell(s) interval-censored in (0, 1 h] (resolution "
+        "inferred from the failure times; pass resolution_h to set it)"
+    )
+    assert fits["n_zero"][0] == 1
+
+    def loglik(lam):
+        return (
+            -np.log(lam)
+            - 240 / lam
+            + np.log(-np.expm1(-1 / lam))
+            - (1224 - 744) / lam
+            - 720 / lam
+        )
+
+    best = optimize.minimize_scalar(
+        lambda x: -loglik(np.exp(x)),
+        bounds=(0, 15),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
+    assert fits["scale_h"][0] == pytest.approx(np.exp(best.x), rel=1e-6)
+    assert fits["log_likelihood"][0] == pytest.approx(-best.fun, abs=1e-6)
+    old = fit_lifetime_models(
+        table, models=["exponential"], zero_duration_h=survival.ZERO_DURATION_H
+    )
+    assert old["status"][0] == (
+        "ok; 1 zero-length spell(s) set to 0.008333 h (zero_duration_h given)"
+    )
     # exposure: 240 + 1/120 + (1224 - 744) + 720 h over 2 failures
-    assert fits["scale_h"][0] == pytest.approx(
-        (240 + 1 / 120 + 480 + 720) / 2, rel=1e-6
-    )
-    dropped = fit_lifetimes(table, zero_duration_h=None)
-    assert dropped["status"][0] == (
-        "insufficient failures (n=1, need ≥2); 1 zero-length spell(s) dropped"
-    )
-    assert dropped["weibull_shape"][0] is None
+    assert old["scale_h"][0] == pytest.approx((240 + 1 / 120 + 480 + 720) / 2, rel=1e-6)
 
 
 # ------------------------------------------------------------------ case C15
@@ -313,13 +339,13 @@ def test_implausible_fit_is_marked_not_reported():
     warning (as in C15); relkit marks it and reports no parameters."""
     t = pl.DataFrame({"stop_h": [100.0, 100.0, 100.0], "observed": [True] * 3})
     row = fit_lifetime_models(t, models=["weibull"]).row(0, named=True)
-    assert row["status"].startswith("implausible fit: shape ")
+    assert row["status"].startswith("no_interior_maximum (Weibull shape ")
     assert "outside [0.001, 1000]" in row["status"]
     assert row["shape"] is None
     assert row["aic"] is None
     summary = fit_lifetimes(t, models=["weibull"]).row(0, named=True)
     assert summary["best_model"] is None
-    assert summary["status"].startswith("no model fitted; weibull: implausible fit")
+    assert summary["status"].startswith("no model fitted; weibull: no_interior_max")
 
 
 def test_lifelines_failure_wrapped(monkeypatch):
@@ -637,9 +663,19 @@ def test_build_tbf_table_system_hand_computed(fleet):
         ("s", "failure outside the unit's observation window", 1),
         ("zz", "failure of a system not in assets", 1),
     ]
-    # fits replace the 0-h gap by half a minute and say so
+    # fits interval-censor the 0-h gap in (0, 1 h] (the gaps are whole hours)
     fit = fit_lifetime_models(table, models=["exponential"]).row(0, named=True)
-    assert fit["status"] == "ok; 1 zero-length spell(s) set to 0.008333 h"
+    assert fit["status"].startswith(
+        "ok; 1 zero-length spell(s) interval-censored in (0, 1 h]"
+    )
+    assert fit["n_zero"] == 1
+    # with the old half-minute stand-in, the closed-form mean
+    fit = fit_lifetime_models(
+        table, models=["exponential"], zero_duration_h=0.5 / 60
+    ).row(0, named=True)
+    assert fit["status"] == (
+        "ok; 1 zero-length spell(s) set to 0.008333 h (zero_duration_h given)"
+    )
     assert fit["scale_h"] == pytest.approx((240 + 1 / 120) / 6)
 
 
@@ -736,7 +772,7 @@ def test_validate_rejects_bad_columns():
             pl.DataFrame({"stop_h": [float("inf")], "observed": [1]})
         )
     with pytest.raises(SchemaError, match="unknown model"):
-        fit_lifetimes(s1_table(truncated=False), models=["gamma"])
+        fit_lifetimes(s1_table(truncated=False), models=["gompertz"])
 
 
 # ------------------------------------------------------------------ LANL

@@ -12,15 +12,17 @@ Policies
   data row; ``invalid="drop"`` drops them with a
   :class:`~relkit.errors.RelkitWarning` naming them.
 - Zero-length failure spells (simultaneous failures; a failure at launch) are
-  kept by Kaplan-Meier; parametric fits set them to ``zero_duration_h`` (half
-  a minute by default) or drop them, and ``status`` says how many.
+  kept by Kaplan-Meier; parametric fits interval-censor them in
+  ``(0, resolution_h]`` (the time stamps' resolution, see
+  :func:`timestamp_resolution_h`), report ``n_zero`` and the shape with them
+  left out, and ``status`` says how.
 - A node with an unknown ``in_service_ts`` loses its first gap
   (:func:`build_tbf_exclusions` counts it).
 - lifelines' warnings are recorded in ``status``, never re-raised; its errors
   become ``status`` text or a relkit error (``ConvergenceError``,
-  ``InsufficientDataError``). Fits with fewer than 2 failures, non-finite
-  parameters, a shape outside [1e-3, 1e3] or a scale above 1000 x the time at
-  risk report no parameters.
+  ``InsufficientDataError``). Fits with fewer than 2 failures, or whose
+  likelihood has no interior maximum (status ``no_interior_maximum (...)``),
+  report no parameters and are never ranked best.
 
 References
 ----------
@@ -34,8 +36,10 @@ References
    high-performance computing systems", DSN 2006. doi:10.1109/DSN.2006.5
 """
 
+from relkit.survival._common import timestamp_resolution_h
 from relkit.survival._competing import cumulative_incidence, gray_test
 from relkit.survival._fits import (
+    DEFAULT_MODELS,
     MODELS,
     ZERO_DURATION_H,
     fit_lifetime_models,
@@ -60,6 +64,7 @@ from relkit.survival._tables import (
 )
 
 __all__ = [
+    "DEFAULT_MODELS",
     "MODELS",
     "REMOVAL_EXITS",
     "ZERO_DURATION_H",
@@ -78,6 +83,7 @@ __all__ = [
     "logrank_by",
     "model_density",
     "nelson_aalen",
+    "timestamp_resolution_h",
     "validate_survival_table",
     "weibull_aft",
 ]

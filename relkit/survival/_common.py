@@ -3,6 +3,7 @@
 from collections.abc import Sequence
 from typing import Literal
 
+import numpy as np
 import polars as pl
 
 from relkit.errors import SchemaError
@@ -30,3 +31,74 @@ def prepare(
     """Check the ``by`` columns and validate the survival table's spells."""
     require_columns(table, list(by), where=where)
     return validate_survival_table(table, invalid=invalid, where=where)
+
+
+#: Candidate time-stamp resolutions, coarsest first, in microseconds.
+_RESOLUTIONS_US = (3_600_000_000, 60_000_000, 1_000_000, 1_000, 1)
+
+
+def timestamp_resolution_h(ts: pl.Series) -> float:
+    """Infer the resolution of time stamps: the coarsest unit dividing them all.
+
+    Parameters
+    ----------
+    ts : pl.Series
+        Time stamps (``Datetime``, any time unit and zone); nulls are ignored.
+
+    Returns
+    -------
+    float
+        Resolution in hours: the largest of 1 h, 1 min, 1 s, 1 ms and 1 µs that
+        divides every stamp (time since the Unix epoch); 1 µs if none larger.
+
+    Raises
+    ------
+    SchemaError
+        If ``ts`` is not a Datetime series or holds no non-null stamp.
+
+    Notes
+    -----
+    A gap between two stamps recorded to resolution :math:`r` is known only
+    to lie within :math:`r` of the difference; a gap recorded as 0 lies in
+    :math:`[0, r)`, which :func:`relkit.survival.fit_lifetime_models` treats
+    as interval-censored in :math:`(0, r]`.
+
+    Examples
+    --------
+    >>> from datetime import datetime
+    >>> import polars as pl
+    >>> ts = pl.Series([datetime(2005, 1, 1, 3, 7), datetime(2005, 1, 2, 4, 0)])
+    >>> timestamp_resolution_h(ts) * 60
+    1.0
+    """
+    where = "timestamp_resolution_h"
+    if not isinstance(ts.dtype, pl.Datetime):
+        msg = f"{where}: expected a Datetime series, found {ts.dtype}."
+        raise SchemaError(msg)
+    us = ts.drop_nulls().dt.cast_time_unit("us").dt.epoch("us")
+    if us.len() == 0:
+        msg = f"{where}: the series holds no time stamp (all null or empty)."
+        raise SchemaError(msg)
+    for step in _RESOLUTIONS_US:
+        if bool((us % step == 0).all()):
+            return step / 3.6e9
+    return 1 / 3.6e9  # pragma: no cover  (1 µs divides every µs stamp)
+
+
+def duration_resolution_h(durations_h: np.ndarray) -> float:
+    """Infer the resolution of durations (h): the coarsest unit they are multiples of.
+
+    Durations computed from stamps of resolution :math:`r` are multiples of
+    :math:`r`; this returns the largest of 1 h, 1 min, 1 s, 1 ms and 1 µs of
+    which every positive finite value is a multiple (to 1e-6 of the unit, as
+    hours are floats), else 1 µs.
+    """
+    values = durations_h[np.isfinite(durations_h) & (durations_h > 0)]
+    if values.size == 0:
+        return 1 / 3.6e9
+    for step in _RESOLUTIONS_US:
+        r = step / 3.6e9
+        k = values / r
+        if np.all(np.abs(k - np.round(k)) < 1e-6 * np.maximum(1.0, k * 1e-6)):
+            return r
+    return 1 / 3.6e9

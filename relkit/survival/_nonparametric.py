@@ -75,10 +75,11 @@ def _curve(
         cls = (
             lifelines.KaplanMeierFitter if kind == "km" else lifelines.NelsonAalenFitter
         )
+        options = {} if kind == "km" else {"nelson_aalen_smoothing": False}
         with warnings.catch_warnings(record=True):
             warnings.simplefilter("always")
             try:
-                f = cls(alpha=alpha).fit(
+                f = cls(alpha=alpha, **options).fit(
                     part["stop_h"].to_numpy(),
                     part["observed"].to_numpy(),
                     entry=part["entry_h"].to_numpy(),
@@ -246,13 +247,16 @@ def nelson_aalen(
     Notes
     -----
     :math:`\hat H(t) = \sum_{t_j \le t} d_j / n_j` with the risk sets of
-    :func:`kaplan_meier` (lifelines smooths tied failures, which changes
-    :math:`\hat H` slightly where :math:`d_j > 1`).
+    :func:`kaplan_meier` (Klein & Moeschberger eq. 4.2.3): tied failures count
+    :math:`d_j/n_j`, not lifelines' default smoothed
+    :math:`\sum_{i<d_j} 1/(n_j - i)` (``nelson_aalen_smoothing=False``).
 
     References
     ----------
     .. [1] O. Aalen, "Nonparametric inference for a family of counting
        processes", Ann. Statist. 6(4), 1978. doi:10.1214/aos/1176344247
+    .. [2] J. P. Klein and M. L. Moeschberger, *Survival Analysis*, 2nd ed.,
+       Springer, 2003, §4.2.
 
     Examples
     --------

@@ -11,7 +11,6 @@ A survival table has one row per spell at risk:
 - ``observed`` (bool): True if the spell ended in a failure, False if censored.
 """
 
-import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -959,16 +958,13 @@ def split_groups(
 # ----------------------------------------------------------------- model densities
 
 
-def _density(model: str, t: np.ndarray, scale: float, shape: float) -> np.ndarray:
-    z = t / scale
-    if model == "exponential":
-        return np.exp(-z) / scale
-    if model == "weibull":
-        return shape / scale * z ** (shape - 1) * np.exp(-(z**shape))
-    if model == "lognormal":
-        u = np.log(z) / shape
-        return np.exp(-0.5 * u**2) / (t * shape * math.sqrt(2 * math.pi))
-    return shape / scale * z ** (shape - 1) / (1 + z**shape) ** 2
+def _density(
+    model: str, t: np.ndarray, scale: float, shape: float, shape2: float | None = None
+) -> np.ndarray:
+    """Density of a fitted model, from the one model registry."""
+    from relkit.survival._registry import density
+
+    return density(model, t, scale, shape, shape2)
 
 
 def model_density(
@@ -1015,7 +1011,10 @@ def model_density(
     :math:`f = \frac{\rho}{\lambda}(t/\lambda)^{\rho-1}e^{-(t/\lambda)^\rho}`;
     log-normal with median :math:`m` and :math:`\sigma`:
     :math:`f = \phi(\ln(t/m)/\sigma)/(t\sigma)`; log-logistic
-    :math:`f = \frac{\beta}{\alpha}(t/\alpha)^{\beta-1}/(1+(t/\alpha)^\beta)^2`.
+    :math:`f = \frac{\beta}{\alpha}(t/\alpha)^{\beta-1}/(1+(t/\alpha)^\beta)^2`;
+    gamma and generalized gamma (``shape2`` column, :math:`Q`) as scipy's
+    ``gamma`` and ``gengamma`` (see ``relkit.survival._registry``, the one
+    place that maps every model's columns to its distribution).
 
     Examples
     --------
@@ -1059,7 +1058,9 @@ def model_density(
             grid = np.geomspace(low, top, n_points)
         else:
             grid = np.linspace(0.0, top, n_points + 1)[1:]
-        dens = _density(row["model"], grid, row["scale_h"], row["shape"] or 1.0)
+        dens = _density(
+            row["model"], grid, row["scale_h"], row["shape"], row.get("shape2")
+        )
         rows.append(
             pl.DataFrame(
                 {"model": row["model"], "time_h": grid, "density": dens}
