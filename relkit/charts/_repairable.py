@@ -293,9 +293,7 @@ def crow_amsaa_chart(
     References
     ----------
     .. [1] L. H. Crow, "Reliability analysis for complex, repairable systems",
-       in *Reliability and Biometry*, SIAM, 1974, pp. 379-410.
-    .. [2] J. T. Duane, "Learning curve approach to reliability monitoring",
-       IEEE Trans. Aerospace 2(2), 1964. doi:10.1109/TA.1964.4319640
+       in *Reliability and Biometry*, SIAM, 1974 (pages not checked).
 
     Examples
     --------

@@ -184,10 +184,11 @@ def crow_amsaa(
     References
     ----------
     .. [1] L. H. Crow, "Reliability analysis for complex, repairable systems",
-       in *Reliability and Biometry*, SIAM, 1974, pp. 379-410 (no DOI).
+       in *Reliability and Biometry*, SIAM, 1974 (pages not checked; no DOI).
     .. [2] L. H. Crow, "Confidence interval procedures for the Weibull
-       process with applications to reliability growth", Technometrics 24(1),
-       1982. doi:10.1080/00401706.1982.10487706
+       process with applications to reliability growth", 1982 (title and
+       abstract checked; journal, volume and DOI not confirmed),
+       https://scilit.net/publications/4357c3c482c9edd945dc5b835a8f7bd9
     .. [3] US Department of Defense, MIL-HDBK-189C, *Reliability Growth
        Management*, 2011, §5.3 (public domain).
     .. [4] ReliaSoft, "Crow-AMSAA Parameter Estimation Example" (22 failures

@@ -240,7 +240,7 @@ def trend_tests(
       \sqrt{\sum_q n_q (T_q - S_q)^2 / 12}`, standard normal; :math:`U > 0`
       means failures crowd late (deteriorating). For one unit from 0 this is
       the textbook :math:`(\bar t - T/2)/(T\sqrt{1/12n})` (Ascher and Feingold
-      1984, §5; MIL-HDBK-189C §5.3).
+      1984; MIL-HDBK-189C §5.3).
     - Lewis-Robinson: :math:`U/\widehat{CV}`, with :math:`\widehat{CV}` the
       coefficient of variation of the renewal process; it keeps its level
       when the process is a renewal process other than Poisson (Lewis and
@@ -268,14 +268,14 @@ def trend_tests(
     References
     ----------
     .. [1] H. Ascher and H. Feingold, *Repairable Systems Reliability*, Marcel
-       Dekker, 1984, ch. 5 (no DOI).
+       Dekker, 1984 (chapter not checked; no DOI).
     .. [2] P. A. W. Lewis and D. W. Robinson, "Testing for a monotone trend in
-       a modulated renewal process", in *Reliability and Biometry*, SIAM, 1974,
-       pp. 163-182 (no DOI).
+       a modulated renewal process", in *Reliability and Biometry*, SIAM, 1974
+       (pages not checked; no DOI).
     .. [3] US Department of Defense, MIL-HDBK-189C, *Reliability Growth
        Management*, 2011, §5.3 (public domain).
     .. [4] L. H. Crow, "Reliability analysis for complex, repairable systems",
-       in *Reliability and Biometry*, SIAM, 1974, pp. 379-410 (no DOI).
+       in *Reliability and Biometry*, SIAM, 1974 (pages not checked; no DOI).
     .. [5] P. A. Tobias and D. C. Trindade, *Applied Reliability*, 3rd ed.,
        CRC Press, 2012, ch. 10.
     .. [6] J. F. Lawless and C. Nadeau, "Some simple robust methods for the
