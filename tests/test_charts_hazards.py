@@ -108,7 +108,10 @@ def test_forest_encodings_and_data_match_the_cox_frame() -> None:
     assert lay["interval"]["encoding"]["x2"]["field"] == "upper"
     assert lay["point"]["encoding"]["x"]["field"] == "hazard_ratio"
     for role in ("rule", "interval", "point"):
-        assert lay[role]["encoding"]["x"]["scale"]["type"] == "log"
+        assert lay[role]["encoding"]["x"]["scale"] == {
+            "type": "log",
+            "domain": {"unionWith": [0.5, 2.0]},
+        }
     assert lay["point"]["encoding"]["x"]["title"] == X_TITLE
     assert lay["point"]["encoding"]["y"]["field"] == "row_label"
     tips = {t["field"] for t in lay["point"]["encoding"]["tooltip"]}

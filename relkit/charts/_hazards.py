@@ -114,10 +114,10 @@ def hazard_ratio_forest_chart(
         A layer of four marks faceted by ``covariate`` (rows, independent y
         scales): the rule at HR = 1, the interval (``lower`` to ``upper``),
         the point (``hazard_ratio``) and the text of rows without a ratio. x
-        is "Hazard ratio against the reference (log scale)" on a log scale,
-        y the row label. Dataset columns: the input's, plus ``row_label``,
-        ``has_ratio`` (bool) and ``no_ratio_label`` (text, null where a ratio
-        is drawn).
+        is "Hazard ratio against the reference (log scale)" on a log scale
+        whose domain always spans at least 0.5 to 2, y the row label.
+        Dataset columns: the input's, plus ``row_label``, ``has_ratio``
+        (bool) and ``no_ratio_label`` (text, null where a ratio is drawn).
 
     Raises
     ------
@@ -161,8 +161,8 @@ def hazard_ratio_forest_chart(
     ...     for r in spec["datasets"][spec["data"]["name"]]
     ... ]
     [('b2 vs b1', None), ('r2 vs r1', 'separated: only failures (HR → ∞), no ratio')]
-    >>> spec["spec"]["layer"][2]["encoding"]["x"]["scale"]
-    {'type': 'log'}
+    >>> spec["spec"]["layer"][2]["encoding"]["x"]["scale"]["type"]
+    'log'
     """
     import altair as alt
 
