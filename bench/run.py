@@ -9,6 +9,8 @@ same data, interleaved, and reports the median ratio.
   every column as text (the bare read).
 - ``mtbf_by_system``: exposure + MTBF with chi-square bounds per system vs a bare
   polars ``group_by(...).len()`` over the same events.
+- ``cif_32000``: cumulative incidence of 32,000 units vs scikit-survival, or
+  lifelines when scikit-survival is absent (``bench/bench_cif.py``).
 
 Usage: ``python bench/run.py [--repeat N]`` (prints one JSON line per benchmark).
 """
@@ -93,6 +95,10 @@ def main() -> None:
             )
         )
     )
+
+    from bench_cif import cif_benchmark  # beside this file
+
+    print(json.dumps(cif_benchmark(32_000, args.repeat)))
 
 
 if __name__ == "__main__":
