@@ -1,0 +1,206 @@
+"""Tests of issue 12 §1: the model registry, no_interior_maximum, zero-length
+spells, ranking, goodness of fit and Nelson-Aalen without tie smoothing."""
+
+import warnings
+from datetime import datetime
+
+import numpy as np
+import polars as pl
+import pytest
+
+from relkit.survival import (
+    MODELS,
+    fit_lifetime_models,
+    fit_lifetimes,
+    nelson_aalen,
+    timestamp_resolution_h,
+)
+from relkit.survival._registry import REGISTRY, survival
+
+
+def no_interior_table() -> pl.DataFrame:
+    """30 left-truncated units, 6 failures: late entries that fail 0.25-2 h after
+    entry, 24 units censored 200-1500 h after entry."""
+    entry = np.r_[[500.0, 800, 1200, 1500, 2000, 2600], np.linspace(100, 3000, 24)]
+    stop = np.r_[
+        entry[:6] + np.array([0.5, 1, 0.25, 2, 0.75, 1.5]),
+        entry[6:] + np.linspace(200, 1500, 24),
+    ]
+    return pl.DataFrame(
+        {"entry_h": entry, "stop_h": stop, "observed": [True] * 6 + [False] * 24}
+    )
+
+
+def test_ref_no_interior_maximum_left_out_of_the_ranking():
+    """Issue 12 §1 reproduction. lifelines itself (called here) stops the Weibull
+    at its scale bound 1e-9 h and the log-normal at a median below 1e-9 h, and the
+    log-normal has the lowest AIC of the four: relkit marks both
+    no_interior_maximum, reports nulls and ranks only the interior fits."""
+    import lifelines
+
+    t = no_interior_table()
+    args = (t["stop_h"].to_numpy(), t["observed"].to_numpy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wb = lifelines.WeibullFitter().fit(*args, entry=t["entry_h"].to_numpy())
+        ln = lifelines.LogNormalFitter().fit(*args, entry=t["entry_h"].to_numpy())
+        ex = lifelines.ExponentialFitter().fit(*args, entry=t["entry_h"].to_numpy())
+    assert wb.lambda_ < 1e-8
+    assert np.exp(ln.mu_) < 1e-8
+    assert ln.AIC_ < wb.AIC_
+    assert ln.AIC_ < ex.AIC_
+    fits = fit_lifetime_models(t)
+    rows = {r["model"]: r for r in fits.iter_rows(named=True)}
+    assert rows["weibull"]["status"].startswith(
+        "no_interior_maximum (Weibull scale 1e-09 h"
+    )
+    assert rows["lognormal"]["status"].startswith(
+        "no_interior_maximum (log-normal median "
+    )
+    for m in ("weibull", "lognormal"):
+        r = rows[m]
+        assert r["scale_h"] is None
+        assert r["shape"] is None
+        assert r["aic"] is None
+        assert r["rank"] is None
+        assert r["bic"] is None
+    ranked = fits.filter(pl.col("rank").is_not_null()).sort("rank")
+    assert ranked["model"].to_list() == ["loglogistic", "exponential"]
+    assert ranked["delta_aic"][0] == 0.0
+    assert ranked["delta_aic"][1] == pytest.approx(ranked["aic"][1] - ranked["aic"][0])
+    summary = fit_lifetimes(t).row(0, named=True)
+    assert summary["best_model"] == "loglogistic"
+    assert summary["weibull_shape"] is None
+    assert "weibull: no_interior_maximum" in summary["status"]
+
+
+def test_ref_bic_uses_the_number_of_failures():
+    """BIC = k ln(d) - 2 loglik with d observed failures (Volinsky & Raftery 2000,
+    doi:10.1111/j.0006-341X.2000.00256.x); oracle S1 has d = 7 of 12 units."""
+    t = pl.DataFrame(
+        {
+            "stop_h": [120.0, 340, 510, 760, 980, 1150, 1400, 1720] + [2000.0] * 4,
+            "observed": [True] * 4 + [False] + [True] * 3 + [False] * 4,
+        }
+    )
+    fits = fit_lifetime_models(t, models=["exponential", "weibull"])
+    for r in fits.iter_rows(named=True):
+        k = REGISTRY[r["model"]].n_params
+        assert r["bic"] == pytest.approx(k * np.log(7) - 2 * r["log_likelihood"])
+        assert r["aic"] == pytest.approx(2 * k - 2 * r["log_likelihood"])
+
+
+def test_ref_gamma_fit_matches_scipy_maximum_likelihood():
+    """The gamma fitter (lifelines subclass) gives scipy's maximum-likelihood
+    estimate: scipy.optimize on scipy.stats.gamma log pdf/sf, computed here."""
+    from scipy import optimize, stats
+
+    rng = np.random.default_rng(3)
+    life = rng.gamma(2.5, 100.0, 400)
+    cens = rng.uniform(0, 600, 400)
+    stop, obs = np.minimum(life, cens), life <= cens
+    t = pl.DataFrame({"stop_h": stop, "observed": obs})
+    row = fit_lifetime_models(t, models=["gamma"]).row(0, named=True)
+
+    def nll(p):
+        k, th = np.exp(p)
+        return -(
+            stats.gamma.logpdf(stop[obs], k, scale=th).sum()
+            + stats.gamma.logsf(stop[~obs], k, scale=th).sum()
+        )
+
+    best = optimize.minimize(
+        nll,
+        np.log([2.0, 100.0]),
+        method="Nelder-Mead",
+        options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 5000},
+    )
+    k, theta = np.exp(best.x)
+    assert row["status"] == "ok"
+    assert row["shape"] == pytest.approx(k, rel=1e-4)
+    assert row["scale_h"] == pytest.approx(theta, rel=1e-4)
+    assert row["log_likelihood"] == pytest.approx(-best.fun, abs=1e-6)
+    assert row["shape_lower"] < row["shape"] < row["shape_upper"]
+
+
+@pytest.mark.parametrize("q", [-0.7, 0.5, 1.0])
+def test_ref_gengamma_registry_matches_lifelines(q):
+    """The registry's generalized gamma (scipy gengamma) has lifelines'
+    GeneralizedGammaFitter survival function, for Q of either sign."""
+    import lifelines
+
+    mu, sigma = 4.0, 0.8
+    times = np.array([5.0, 20.0, 60.0, 200.0])
+    expected = lifelines.GeneralizedGammaFitter()._survival_function(
+        np.array([mu, np.log(sigma), q]), times
+    )
+    got = survival("gengamma", times, np.exp(mu), sigma, q)
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
+
+
+def test_ref_nelson_aalen_counts_ties_as_d_over_n():
+    """Klein & Moeschberger eq. 4.2.3, by hand: failures at 1, 1, 2, 3 h (4 at
+    risk): H(1) = 2/4 = 0.5, H(2) = 0.5 + 1/2 = 1.0, H(3) = 1.0 + 1/1 = 2.0
+    (lifelines' default smoothing would give 1/4 + 1/3 at 1 h)."""
+    t = pl.DataFrame({"stop_h": [1.0, 1.0, 2.0, 3.0], "observed": [True] * 4})
+    na = nelson_aalen(t)
+    assert na["time_h"].to_list() == [0.0, 1.0, 2.0, 3.0]
+    assert na["cumulative_hazard"].to_list() == pytest.approx([0.0, 0.5, 1.0, 2.0])
+
+
+def test_timestamp_resolution():
+    """Minute stamps give 1/60 h; one stamp with seconds gives 1 s; µs stays µs."""
+    minutes = pl.Series([datetime(2005, 1, 1, 3, 7), datetime(2005, 1, 2, 4, 0)])
+    assert timestamp_resolution_h(minutes) == pytest.approx(1 / 60)
+    seconds = pl.Series([datetime(2005, 1, 1, 3, 7), datetime(2005, 1, 1, 3, 7, 5)])
+    assert timestamp_resolution_h(seconds) == pytest.approx(1 / 3600)
+    micro = pl.Series([datetime(2005, 1, 1, 3, 7, 5, 3)])
+    assert timestamp_resolution_h(micro) == pytest.approx(1 / 3.6e9)
+
+
+def test_zero_spells_resolution_given_and_sensitivity():
+    """A given resolution is used and said; shape_if_zero_dropped equals the
+    Weibull shape fitted to the same table without the zero spells."""
+    rng = np.random.default_rng(5)
+    stop = np.round(rng.weibull(0.7, 300) * 100, 0)  # whole hours, some 0
+    t = pl.DataFrame({"stop_h": stop, "observed": [True] * 300})
+    n_zero = int((stop == 0).sum())
+    assert n_zero > 0
+    row = fit_lifetime_models(t, models=["weibull"], resolution_h=1.0).row(
+        0, named=True
+    )
+    assert row["n_zero"] == n_zero
+    assert (
+        f"{n_zero} zero-length spell(s) interval-censored in (0, 1 h]"
+        in (row["status"])
+    )
+    assert "(resolution_h given)" in row["status"]
+    dropped = fit_lifetime_models(
+        t.filter(pl.col("stop_h") > 0), models=["weibull"]
+    ).row(0, named=True)
+    assert row["shape_if_zero_dropped"] == pytest.approx(dropped["shape"], rel=1e-9)
+    assert row["shape"] < dropped["shape"]  # short gaps pull the shape down
+
+
+def test_gof_statistic_is_the_km_distance():
+    """gof_statistic of an exponential fit to untruncated, uncensored data equals
+    max |KM - exp(-t/mean)| over the failure times, computed here from the
+    empirical survival function (KM without censoring)."""
+    stop = np.array([10.0, 25.0, 40.0, 70.0, 130.0])
+    t = pl.DataFrame({"stop_h": stop, "observed": [True] * 5})
+    row = fit_lifetimes(t, models=["exponential"]).row(0, named=True)
+    mean = stop.mean()
+    fitted = np.exp(-stop / mean)
+    after = 1 - np.arange(1, 6) / 5
+    before = 1 - np.arange(0, 5) / 5
+    expected = max(np.abs(after - fitted).max(), np.abs(before - fitted).max())
+    assert row["gof_statistic"] == pytest.approx(expected, rel=1e-9)
+    assert row["gof_name"] == "max |KM - fitted S| at failure times"
+
+
+def test_models_registry_is_complete():
+    """Every model in MODELS has a registry entry, a scale column and a fitter."""
+    assert set(MODELS) == set(REGISTRY)
+    for spec in REGISTRY.values():
+        assert "scale_h" in spec.columns
+        assert spec.fitter(0.05) is not None
