@@ -246,7 +246,7 @@ def competing_risks_by(
     log_spans: pl.DataFrame | None = None,
     failure_modes: pl.DataFrame | None = None,
 ) -> CompetingRisks:
-    """Cumulative incidence of each first-failure mode, and Gray's tests by group.
+    """Estimate each first-failure mode's cumulative incidence; test groups (Gray).
 
     Parameters
     ----------
@@ -386,7 +386,7 @@ def cumulative_incidence_by(
     log_spans: pl.DataFrame | None = None,
     failure_modes: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """Cumulative incidence of each mode of the nodes' first failures, by group.
+    """Estimate the cumulative incidence of each mode of the nodes' first failures.
 
     Parameters
     ----------
@@ -448,7 +448,7 @@ def gray_test_by(
     log_spans: pl.DataFrame | None = None,
     failure_modes: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """Gray's test per first-failure mode between the groups of ``by``.
+    """Test each first-failure mode between the groups of ``by`` (Gray's test).
 
     Parameters
     ----------
