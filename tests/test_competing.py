@@ -449,6 +449,33 @@ def test_gray_without_competing_events_is_the_log_rank_test(seed: int) -> None:
     assert ours["df"] == 2
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), shift=st.integers(1, 50))
+def test_prop_late_entry_of_everyone_changes_nothing(seed: int, shift: int) -> None:
+    """Every unit entering at the same age c, with stops c + t: the risk set
+    at c + t is the risk set at t of the untruncated data (a_i < t), so the
+    curves shift by c unchanged and Gray's statistic is the same; it is a
+    chi-square value (>= 0) with a p-value in [0, 1]."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    t = rng.integers(1, 30, n).astype(float)  # integer times: ties
+    modes = rng.choice(["a", "b", "x"], n).tolist()
+    modes = [None if m == "x" else m for m in modes]
+    group = rng.choice(["g1", "g2", "g3"], n).tolist()
+    if len(set(group)) < 3 or not {"a", "b"} <= set(modes):
+        return
+    plain = _table(t, modes, grp=group)
+    late = _table(t + shift, modes, entry=[float(shift)] * n, grp=group)
+    a, b = cumulative_incidence(plain), cumulative_incidence(late)
+    np.testing.assert_allclose(a["time_h"] + shift, b["time_h"], atol=1e-12)
+    for col in ("cumulative_incidence", "lower", "upper", "n_at_risk"):
+        np.testing.assert_allclose(a[col], b[col], atol=1e-12)
+    ga, gb = gray_test(plain, group="grp"), gray_test(late, group="grp")
+    np.testing.assert_allclose(ga["statistic"], gb["statistic"], rtol=1e-9)
+    assert (ga["statistic"] >= 0).all()
+    assert ga["p_value"].is_between(0, 1).all()
+
+
 def test_gray_refuses_one_group_and_unknown_modes() -> None:
     table = _bmtcrr()
     with pytest.raises(InsufficientDataError, match="compares groups"):
