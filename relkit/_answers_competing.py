@@ -217,14 +217,22 @@ def first_failure_modes(
     return table, notes
 
 
-def _check_modes(cif: pl.DataFrame, modes: Sequence[str] | None) -> pl.DataFrame:
+def _check_modes(
+    cif: pl.DataFrame, modes: Sequence[str] | None, min_events: int
+) -> pl.DataFrame:
     if modes is None:
         return cif
     present = cif["failure_mode"].unique().sort().to_list()
     if missing := [m for m in modes if m not in present]:
         msg = (
             f"cumulative_incidence_by: no first failure of mode(s) {missing}; the "
-            f"modes of first failures are {present[:12]}."
+            f"modes of first failures are {present[:12]}"
+            + (
+                f" (modes with fewer than {min_events} are folded into "
+                f"{OTHER_MODE!r}; lower min_events to see them)."
+                if min_events > 0
+                else "."
+            )
         )
         raise SchemaError(msg)
     return cif.filter(pl.col("failure_mode").is_in(list(modes)))
@@ -323,7 +331,7 @@ def competing_risks_by(
         )
         raise InsufficientDataError(msg)
     cif = survival.cumulative_incidence(table, by=by, confidence=confidence)
-    cif = _check_modes(cif, modes)
+    cif = _check_modes(cif, modes, min_events)
     gray = pl.DataFrame(
         schema={
             "failure_mode": pl.String,
