@@ -886,7 +886,13 @@ def _naive_cif(table: pl.DataFrame) -> dict[tuple[str, float], float]:
     modes = table["failure_mode"].to_numpy()
     times = np.unique(stop[obs])
     kinds = sorted({m for m, o in zip(modes, obs, strict=True) if o})
-    n = np.array([np.sum((entry <= t) & (stop >= t)) for t in times])
+    # the docstring's risk set: entry < t <= stop, plus zero-length spells at t
+    n = np.array(
+        [
+            np.sum(((entry < t) | (entry == stop)) & (stop >= t) & (entry <= t))
+            for t in times
+        ]
+    )
     d = np.array(
         [[np.sum(obs & (stop == t) & (modes == k)) for t in times] for k in kinds]
     )
