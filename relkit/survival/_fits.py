@@ -1,9 +1,8 @@
-"""Parametric lifetime fits (maximum likelihood via lifelines), per group."""
+"""Parametric lifetime fits (maximum likelihood with scipy), per group."""
 
 import math
-import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -11,11 +10,9 @@ import polars as pl
 from relkit.errors import ConvergenceError, SchemaError
 from relkit.survival._common import check_confidence, duration_resolution_h, prepare
 from relkit.survival._gof import GOF_NAME, km_distance
+from relkit.survival._mle import fit_mle
 from relkit.survival._registry import DEFAULT_MODELS, MODELS, REGISTRY, Model
 from relkit.survival._tables import split_groups
-
-if TYPE_CHECKING:
-    from lifelines.fitters import ParametricUnivariateFitter
 
 __all__ = [
     "DEFAULT_MODELS",
@@ -34,34 +31,29 @@ _SCALE_FACTOR = 1e3
 NO_INTERIOR = "no_interior_maximum"
 
 
-def _fitter(model: str, alpha: float) -> "ParametricUnivariateFitter":
-    """Return the registry's unfitted lifelines fitter (a seam for tests)."""
-    return REGISTRY[model].fitter(alpha)
+def _columns(
+    model: str, x: np.ndarray, covariance: np.ndarray, alpha: float
+) -> dict[str, float]:
+    r"""Map the free parameters onto relkit's columns, with Wald intervals.
 
-
-def _columns(model: str, f: "ParametricUnivariateFitter") -> dict[str, float]:
-    r"""Map lifelines' fitted parameters onto relkit's columns, with intervals.
-
-    Intervals of positive parameters are Wald intervals on the log scale,
-    :math:`\theta \exp(\pm z\,\mathrm{se}/\theta)` (delta method), so a shape
-    or scale bound is never negative; a parameter on the log scale
-    (log-normal :math:`\mu`) gives :math:`e^{\mu \pm z\,\mathrm{se}}`; a
-    parameter of any sign (generalized gamma :math:`Q`) a plain Wald interval.
+    Positive parameters are estimated on the log scale, so their intervals
+    are :math:`\exp(\hat v \pm z\,\mathrm{se}(\hat v))` (the delta-method
+    interval :math:`\theta \exp(\pm z\,\mathrm{se}(\theta)/\theta)`), never
+    negative; a parameter of any sign (generalized gamma :math:`Q`) gets a
+    plain Wald interval.
     """
     from scipy.stats import norm
 
-    z = float(norm.ppf(1.0 - f.alpha / 2.0))
-    se = f.summary["se(coef)"]
+    z = float(norm.ppf(1.0 - alpha / 2.0))
+    diag = np.diag(covariance)
+    se = np.sqrt(np.where(diag >= 0, diag, np.nan))
     out: dict[str, float] = {}
-    for column, (param, kind, _) in REGISTRY[model].columns.items():
-        value, err = float(f.params_[param]), float(se[param])
-        if kind == "exp":
-            est, low, high = (_exp(value), _exp(value - z * err), _exp(value + z * err))
-        elif kind == "real":
+    for i, (column, (_, kind, _)) in enumerate(REGISTRY[model].columns.items()):
+        value, err = float(x[i]), float(se[i])
+        if kind == "real":
             est, low, high = value, value - z * err, value + z * err
         else:
-            spread = _exp(z * err / value) if value > 0 else math.inf
-            est, low, high = value, value / spread, value * spread
+            est, low, high = _exp(value), _exp(value - z * err), _exp(value + z * err)
         base = column.removesuffix("_h")
         unit = "_h" if column.endswith("_h") else ""
         out |= {column: est, f"{base}_lower{unit}": low, f"{base}_upper{unit}": high}
@@ -70,13 +62,15 @@ def _columns(model: str, f: "ParametricUnivariateFitter") -> dict[str, float]:
 
 def _exp(x: float) -> float:
     """Return exp(x), or inf where it would overflow (huge errors)."""
+    if not math.isfinite(x):
+        return x if x != -math.inf else 0.0
     return math.exp(x) if x < 709.0 else math.inf
 
 
 def _no_interior_reason(
     model: str,
     row: dict[str, float],
-    f: "ParametricUnivariateFitter",
+    covariance: np.ndarray,
     smallest_h: float,
     exposure_h: float,
 ) -> str | None:
@@ -84,7 +78,7 @@ def _no_interior_reason(
     spec = REGISTRY[model]
     names = {c: n for c, (_, _, n) in spec.columns.items()}
     for column in spec.columns:
-        if not math.isfinite(row[column]):
+        if not math.isfinite(row[column]) or row[column] == 0:
             return f"{spec.label} {names[column]} {row[column]}"
     for column, (_, kind, _) in spec.columns.items():
         if column != "scale_h" and kind != "real":
@@ -105,10 +99,9 @@ def _no_interior_reason(
             f"{spec.label} {names['scale_h']} {scale:.3g} h, above "
             f"{_SCALE_FACTOR:g} x the time at risk {exposure_h:.6g} h"
         )
-    variance = np.asarray(f.variance_matrix_, dtype=float)
-    if not np.isfinite(variance).all():
+    if not np.isfinite(covariance).all():
         return f"{spec.label}: standard errors not finite"
-    if np.linalg.eigvalsh(variance).min() <= 0:
+    if np.linalg.eigvalsh((covariance + covariance.T) / 2).min() <= 0:
         return f"{spec.label}: Hessian not positive definite"
     return None
 
@@ -119,57 +112,40 @@ def _fit_one(
     alpha: float,
     errors: str,
 ) -> dict[str, Any]:
-    """Fit one model on unique rows with weights; return its row."""
-    from lifelines.exceptions import ConvergenceError as LifelinesConvergenceError
-
-    entry = data["entry"]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            fitter = _fitter(model, alpha)
-            if data["interval"]:
-                f = fitter.fit_interval_censoring(
-                    data["lower"],
-                    data["upper"],
-                    event_observed=data["exact"],
-                    entry=entry if entry.any() else None,
-                    weights=data["weights"],
-                )
-            else:
-                f = fitter.fit(
-                    data["lower"],
-                    data["exact"],
-                    entry=entry if entry.any() else None,
-                    weights=data["weights"],
-                )
-            row: dict[str, Any] = _columns(model, f)
-        except Exception as exc:  # lifelines raises many kinds; never leak them
-            if errors == "raise":
-                first = str(exc).splitlines()[0] if str(exc) else ""
-                msg = (
-                    f"fit_lifetime_models: the {model} fit failed "
-                    f"({type(exc).__name__}: {first}). Pass errors='status' to get "
-                    "the failure in the status column instead."
-                )
-                raise ConvergenceError(msg) from exc
-            kind = (
-                "failed to converge"
-                if isinstance(exc, LifelinesConvergenceError)
-                else "fit failed"
+    """Fit one model on unique rows with weights (scipy, see ``_mle``)."""
+    try:
+        res = fit_mle(model, data)
+    except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
+        if errors == "raise":
+            msg = (
+                f"fit_lifetime_models: the {model} fit failed "
+                f"({type(exc).__name__}: {exc}). Pass errors='status' to get "
+                "the failure in the status column instead."
             )
-            return {"status": f"{kind} ({type(exc).__name__})"}
-    warned = sorted({w.category.__name__ for w in caught})
-    suffix = f" (lifelines warned: {', '.join(warned)})" if warned else ""
-    reason = _no_interior_reason(model, row, f, data["smallest_h"], data["exposure_h"])
+            raise ConvergenceError(msg) from exc
+        return {"status": f"fit failed ({type(exc).__name__})"}
+    row: dict[str, Any] = _columns(model, res.x, res.covariance, alpha)
+    reason = _no_interior_reason(
+        model, row, res.covariance, data["smallest_h"], data["exposure_h"]
+    )
     if reason is not None:
-        return {"status": f"{NO_INTERIOR} ({reason}){suffix}"}
-    loglik = float(f.log_likelihood_)
+        return {"status": f"{NO_INTERIOR} ({reason})"}
+    if not res.converged:
+        if errors == "raise":
+            msg = (
+                f"fit_lifetime_models: the {model} fit did not converge "
+                f"({res.message}). Pass errors='status' to get the failure in "
+                "the status column instead."
+            )
+            raise ConvergenceError(msg)
+        return {"status": f"failed to converge ({res.message})"}
+    loglik = res.log_likelihood
     k = REGISTRY[model].n_params
     return row | {
         "log_likelihood": loglik,
         "aic": 2 * k - 2 * loglik,
         "bic": k * math.log(data["n_failures"]) - 2 * loglik,
-        "status": "ok" + suffix,
+        "status": "ok",
     }
 
 
@@ -185,7 +161,7 @@ def _arrays(part: pl.DataFrame, resolution_h: float) -> dict[str, Any]:
         .agg(weight=pl.len())
         .sort("entry_h", "stop_h", "observed")
     )
-    if rows.height == 1:  # lifelines cannot take a single (weighted) row
+    if rows.height == 1:  # one weighted row: keep the rows as they are
         rows = kept.select("entry_h", "stop_h", "observed", weight=pl.lit(1))
     stop = rows["stop_h"].to_numpy().astype(float)
     observed = rows["observed"].to_numpy().astype(bool)
@@ -202,6 +178,7 @@ def _arrays(part: pl.DataFrame, resolution_h: float) -> dict[str, Any]:
         "lower": lower,
         "upper": upper if interval else lower,
         "exact": exact,
+        "right": ~observed,
         "interval": interval,
         "entry": entry,
         "weights": weights,
@@ -265,11 +242,14 @@ def fit_lifetime_models(
     by : sequence of str, default ()
         Columns to fit separately by.
     models : sequence of str, default :data:`DEFAULT_MODELS`
-        The four fast models by default; any of :data:`MODELS`:
-        ``"exponential", "weibull", "lognormal", "loglogistic", "gamma",
-        "gengamma"`` (lifelines ``ExponentialFitter``,
-        ``WeibullFitter``, ``LogNormalFitter``, ``LogLogisticFitter``, a gamma
-        fitter defined in relkit, ``GeneralizedGammaFitter``).
+        All six by default; any of :data:`MODELS`: ``"exponential",
+        "weibull", "lognormal", "loglogistic", "gamma", "gengamma"``, each
+        fitted by maximising its likelihood with :func:`scipy.optimize.minimize`
+        (BFGS on the log of each positive parameter) with standard errors from
+        a central-difference Hessian; the four lifelines fits well give the
+        same log-likelihood as lifelines' fitters to 1e-6 (tested) about 20x
+        faster, and gamma and generalized gamma in milliseconds where
+        lifelines' autograd took a minute.
     confidence : float, default 0.95
         Two-sided level of the Wald intervals on the parameters.
     resolution_h : float, optional
@@ -317,9 +297,8 @@ def fit_lifetime_models(
         - ``status``: ``"ok"``; ``"insufficient failures (n=1, need ≥2)"``;
           ``"all censored (0 failures in 3 units)"``;
           ``"no_interior_maximum (log-normal median 2.6e-10 h, ...)"``;
-          ``"failed to converge (...)"``; warnings lifelines raised are named
-          (``"ok (lifelines warned: ApproximationWarning)"``), never re-raised;
-          notes on zero-length spells follow after ``"; "``.
+          ``"failed to converge (<optimiser message>)"``; ``"fit failed
+          (ValueError)"``; notes on zero-length spells follow after ``"; "``.
 
         Parameters and criteria are null unless ``status`` starts with "ok".
 
@@ -329,7 +308,7 @@ def fit_lifetime_models(
         If a column is missing, a model unknown, a row invalid (with
         ``invalid="raise"``) or a resolution not positive.
     ConvergenceError
-        With ``errors="raise"``, when lifelines fails to fit a model.
+        With ``errors="raise"``, when a model's fit fails or does not converge.
 
     Notes
     -----
@@ -341,8 +320,7 @@ def fit_lifetime_models(
 
     i.e. each unit contributes :math:`f(t_i)/S(a_i)` or :math:`S(t_i)/S(a_i)`
     (Klein & Moeschberger §3.4); a zero-length failure spell contributes
-    :math:`1 - S(r)` (interval-censored in :math:`(0, r]`, lifelines'
-    ``fit_interval_censoring``, which keeps the :math:`H(a_i)` term). Rows
+    :math:`(1 - S(r))/S(a_i)` (interval-censored in :math:`(0, r]`). Rows
     are collapsed to unique ``(entry_h, stop_h, observed)`` with counts as
     weights (the same likelihood, fewer terms).
 
@@ -555,7 +533,7 @@ def fit_lifetimes(
         n_failures, best_model`` (rank 1 of :func:`fit_lifetime_models`: the
         lowest AIC among fits with an interior maximum; null if none),
         ``aic`` (of the best model), ``weibull_shape, weibull_shape_lower,
-        weibull_shape_upper`` (Wald interval of lifelines' ``rho_``),
+        weibull_shape_upper`` (Wald interval on the log scale),
         ``weibull_scale_h`` (h), ``n_zero`` (zero-length failure spells),
         ``weibull_shape_if_zero_dropped``, ``bic`` (of the best model),
         ``gof_statistic`` and ``gof_name`` (goodness of fit of the best model,
