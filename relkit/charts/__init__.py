@@ -19,6 +19,7 @@ from relkit.charts._goodput import badput_waterfall_chart
 from relkit.charts._hazards import hazard_ratio_forest_chart
 from relkit.charts._lemons import lemon_ranking_chart
 from relkit.charts._repairable import crow_amsaa_chart, mcf_chart
+from relkit.charts._survival import hazard_chart
 from relkit.charts._theme import (
     MAX_ROWS,
     THEME_NAME,
@@ -38,6 +39,7 @@ __all__ = [
     "ettr_interval_chart",
     "ettr_scale_chart",
     "events_timeline_chart",
+    "hazard_chart",
     "hazard_ratio_forest_chart",
     "kaplan_meier_chart",
     "lemon_ranking_chart",

@@ -958,13 +958,19 @@ def split_groups(
 # ----------------------------------------------------------------- model densities
 
 
-def _density(
+def _curves(
     model: str, t: np.ndarray, scale: float, shape: float, shape2: float | None = None
-) -> np.ndarray:
-    """Density of a fitted model, from the one model registry."""
-    from relkit.survival._registry import density
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Density, survival and hazard of a fitted model, from the one model registry.
 
-    return density(model, t, scale, shape, shape2)
+    The hazard is :math:`h = f/S`, computed as :math:`\exp(\ln f - \ln S)` so it
+    stays finite in the far tail where both underflow.
+    """
+    from relkit.survival._registry import distribution
+
+    dist = distribution(model, scale, shape, shape2)
+    log_f, log_s = np.asarray(dist.logpdf(t)), np.asarray(dist.logsf(t))
+    return np.exp(log_f), np.exp(log_s), np.exp(log_f - log_s)
 
 
 def model_density(
@@ -997,8 +1003,10 @@ def model_density(
     -------
     pl.DataFrame
         Columns ``*by, model, time_h, density`` (per hour, of the untruncated
-        model); ``n_points`` rows per group and model, sorted by ``*by``,
-        model order of ``fits``, ``time_h``.
+        model), ``survival`` (:math:`S(t)`) and ``hazard_per_h``
+        (:math:`h(t) = f(t)/S(t)`, failures per unit-hour); ``n_points`` rows
+        per group and model, sorted by ``*by``, model order of ``fits``,
+        ``time_h``.
 
     Raises
     ------
@@ -1058,12 +1066,18 @@ def model_density(
             grid = np.geomspace(low, top, n_points)
         else:
             grid = np.linspace(0.0, top, n_points + 1)[1:]
-        dens = _density(
+        dens, surv, hazard = _curves(
             row["model"], grid, row["scale_h"], row["shape"], row.get("shape2")
         )
         rows.append(
             pl.DataFrame(
-                {"model": row["model"], "time_h": grid, "density": dens}
+                {
+                    "model": row["model"],
+                    "time_h": grid,
+                    "density": dens,
+                    "survival": surv,
+                    "hazard_per_h": hazard,
+                }
             ).select(*(pl.lit(v).alias(c) for c, v in key.items()), pl.all())
         )
     if not rows:
@@ -1073,6 +1087,8 @@ def model_density(
                 "model": pl.String,
                 "time_h": pl.Float64,
                 "density": pl.Float64,
+                "survival": pl.Float64,
+                "hazard_per_h": pl.Float64,
             }
         )
     out = pl.concat(rows, how="vertical_relaxed")

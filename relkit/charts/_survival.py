@@ -1,0 +1,140 @@
+"""Per-failure-mode hazard chart: the fitted hazard rate of each mode over age."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from relkit.charts._theme import chart_title, check_rows
+from relkit.errors import InsufficientDataError, SchemaError
+from relkit.schema import require_columns
+
+if TYPE_CHECKING:
+    import altair as alt
+
+__all__ = ["hazard_chart"]
+
+_COLS = ["model", "time_h", "hazard_per_h"]
+
+
+def hazard_chart(
+    curves: pl.DataFrame,
+    *,
+    color: str | None = None,
+    title: str | None = None,
+) -> alt.LayerChart:
+    r"""Draw each group's fitted hazard rate :math:`h(t)` on log-log axes.
+
+    On log-log axes a Weibull hazard is a straight line of slope
+    :math:`\beta - 1`: falling (infant mortality, :math:`\beta < 1`), flat
+    (random failures, the exponential) or rising (wear-out, :math:`\beta > 1`),
+    so the modes' shapes compare at a glance.
+
+    Parameters
+    ----------
+    curves : pl.DataFrame
+        Output of :func:`relkit.survival.model_density` restricted to one model
+        per group (e.g. each group's best): ``model``, ``time_h`` (h, > 0),
+        ``hazard_per_h`` (failures per unit-hour, > 0), plus the ``color``
+        column when given. Non-positive or non-finite hazards (cannot sit on a
+        log axis) are left out and counted in the subtitle. At most 5,000 rows.
+    color : str, optional
+        Group column: one line per value (e.g. ``failure_mode``).
+    title : str, optional
+        Chart title.
+
+    Returns
+    -------
+    altair.LayerChart
+        One line per group, x "Age (h)" and y "Hazard rate (failures per
+        unit-hour)", both log-scaled; the tooltip names the group, the model,
+        the age and the rate.
+
+    Raises
+    ------
+    SchemaError
+        If a required column is missing, the frame has over 5,000 rows, or
+        ``color`` is None while the frame holds several groups or models.
+    InsufficientDataError
+        If no row has a positive, finite hazard.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> curves = pl.DataFrame(
+    ...     {
+    ...         "model": ["weibull"] * 2,
+    ...         "time_h": [1.0, 10.0],
+    ...         "hazard_per_h": [0.5, 0.05],
+    ...     }
+    ... )
+    >>> spec = hazard_chart(curves).to_dict()
+    >>> spec["layer"][0]["encoding"]["y"]["scale"]["type"]
+    'log'
+    """
+    import altair as alt
+
+    where = "hazard_chart"
+    require_columns(curves, _COLS + ([color] if color else []), where=where)
+    check_rows(
+        curves,
+        where=where,
+        fix="Evaluate fewer grid points per group (model_density n_points).",
+    )
+    keys = [color] if color else []
+    if color is None:
+        extra = [c for c in curves.columns if c not in _COLS and c != "density"]
+        varying = [c for c in [*extra, "model"] if curves[c].n_unique() > 1]
+        if varying:
+            msg = (
+                f"{where}: the frame holds several curves (column(s) {varying} "
+                f"vary) but color is None. Pass color={varying[0]!r}, or filter "
+                "to one group and model."
+            )
+            raise SchemaError(msg)
+    finite = (
+        pl.col("hazard_per_h").is_finite()
+        & (pl.col("hazard_per_h") > 0)
+        & (pl.col("time_h") > 0)
+    )
+    data = curves.filter(finite).select(*keys, *_COLS)
+    left_out = curves.height - data.height
+    if data.height == 0:
+        msg = (
+            f"{where}: no row has a positive, finite hazard and age "
+            f"({curves.height} row(s)), so there is nothing to draw on log axes."
+        )
+        raise InsufficientDataError(msg)
+    if color:
+        data = data.with_columns(pl.col(color).cast(pl.String).fill_null("(missing)"))
+    data = data.sort([*keys, "time_h"])
+    subtitle = (
+        f"{left_out:,} point(s) with a zero or non-finite rate left out"
+        if left_out
+        else alt.Undefined
+    )
+    enc: dict[str, Any] = {}
+    if color:
+        enc["color"] = alt.Color(f"{color}:N").title(color.replace("_", " "))
+    line = (
+        alt.Chart(data)
+        .mark_line(strokeWidth=2)
+        .encode(
+            x=alt.X("time_h:Q").scale(type="log").title("Age (h)"),
+            y=alt.Y("hazard_per_h:Q")
+            .scale(type="log")
+            .title("Hazard rate (failures per unit-hour)"),
+            tooltip=[
+                *([alt.Tooltip(f"{color}:N")] if color else []),
+                alt.Tooltip("model:N"),
+                alt.Tooltip("time_h:Q").format(",.1f").title("age (h)"),
+                alt.Tooltip("hazard_per_h:Q").format(".3g").title("h(t) per h"),
+            ],
+            **enc,
+        )
+    )
+    heading: Any = chart_title(title)
+    if subtitle is not alt.Undefined:
+        heading = alt.TitleParams(text=title or "", subtitle=subtitle)
+    return alt.layer(line, title=heading)

@@ -1,0 +1,136 @@
+"""Fitted hazard and survival curves (model_density) and the per-mode hazard chart."""
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from relkit import charts
+from relkit.errors import InsufficientDataError, SchemaError
+from relkit.survival import model_density
+
+
+def _fits(model: str, scale: float, shape: float | None) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"model": [model], "scale_h": [scale], "shape": [shape], "status": ["ok"]},
+        schema={
+            "model": pl.String,
+            "scale_h": pl.Float64,
+            "shape": pl.Float64,
+            "status": pl.String,
+        },
+    )
+
+
+TABLE = pl.DataFrame({"stop_h": [1.0, 10.0, 100.0], "observed": [True] * 3})
+
+
+def test_weibull_hazard_and_survival_by_formula():
+    """Weibull h(t) = (rho/lam)(t/lam)^(rho-1) and S(t) = exp(-(t/lam)^rho)
+    (Klein & Moeschberger 2003, Table 2.2), at lam = 50 h, rho = 0.7."""
+    lam, rho = 50.0, 0.7
+    out = model_density(TABLE, _fits("weibull", lam, rho), n_points=7, spacing="log")
+    t = out["time_h"].to_numpy()
+    expected_h = (rho / lam) * (t / lam) ** (rho - 1)
+    np.testing.assert_allclose(out["hazard_per_h"].to_numpy(), expected_h, rtol=1e-12)
+    np.testing.assert_allclose(
+        out["survival"].to_numpy(), np.exp(-((t / lam) ** rho)), rtol=1e-12
+    )
+    # density = hazard x survival
+    np.testing.assert_allclose(
+        out["density"].to_numpy(), expected_h * np.exp(-((t / lam) ** rho)), rtol=1e-12
+    )
+
+
+def test_exponential_hazard_is_flat_and_finite_far_in_the_tail():
+    """Exponential h(t) = 1/lam everywhere, even at t = 1000 lam where f and S
+    both underflow to 0 in double precision (h = f/S computed on the log scale)."""
+    table = pl.DataFrame({"stop_h": [1.0, 1.0e6], "observed": [True, True]})
+    out = model_density(table, _fits("exponential", 1000.0, None), n_points=5)
+    assert out["survival"][-1] == 0.0  # e^-1000 underflows
+    np.testing.assert_allclose(out["hazard_per_h"].to_numpy(), 1e-3, rtol=1e-9)
+
+
+def test_lognormal_hazard_rises_then_falls():
+    """The log-normal hazard is not monotone: it rises to a maximum and falls
+    (Klein & Moeschberger 2003, section 2.5), unlike any Weibull."""
+    table = pl.DataFrame({"stop_h": [0.01, 1000.0], "observed": [True, True]})
+    out = model_density(
+        table, _fits("lognormal", 10.0, 1.0), n_points=200, spacing="log"
+    )
+    h = out["hazard_per_h"].to_numpy()
+    peak = int(np.argmax(h))
+    assert 0 < peak < h.size - 1
+    assert math.isclose(out["survival"][0], 1.0, abs_tol=1e-6)
+
+
+def test_hazard_chart_spec_matches_the_frame():
+    """The chart draws the frame's hazards on log-log axes, one line per mode."""
+    table = pl.DataFrame(
+        {
+            "failure_mode": ["a", "a", "b", "b"],
+            "stop_h": [1.0, 100.0, 1.0, 100.0],
+            "observed": [True] * 4,
+        }
+    )
+    fits = pl.concat(
+        [
+            _fits("weibull", 50.0, 0.7).with_columns(failure_mode=pl.lit("a")),
+            _fits("weibull", 80.0, 1.8).with_columns(failure_mode=pl.lit("b")),
+        ]
+    )
+    curves = model_density(table, fits, by=["failure_mode"], n_points=20, spacing="log")
+    spec = charts.hazard_chart(curves, color="failure_mode").to_dict()
+    layer = spec["layer"][0]
+    assert layer["encoding"]["x"]["scale"]["type"] == "log"
+    assert layer["encoding"]["y"]["scale"]["type"] == "log"
+    assert layer["encoding"]["color"]["field"] == "failure_mode"
+    data = next(iter(spec["datasets"].values()))
+    assert len(data) == curves.height
+    b = [r for r in data if r["failure_mode"] == "b"]
+    # mode b wears out (shape 1.8): its hazard rises with age
+    assert b[-1]["hazard_per_h"] > b[0]["hazard_per_h"]
+
+
+def test_hazard_chart_refusals():
+    """Several curves without color, missing columns and nothing drawable are
+    refused with the fix named."""
+    two = pl.DataFrame(
+        {
+            "model": ["weibull", "lognormal"],
+            "time_h": [1.0, 1.0],
+            "hazard_per_h": [0.1, 0.2],
+        }
+    )
+    with pytest.raises(SchemaError, match="color='model'"):
+        charts.hazard_chart(two)
+    with pytest.raises(SchemaError, match="hazard_per_h"):
+        charts.hazard_chart(two.drop("hazard_per_h"))
+    zero = two.head(1).with_columns(hazard_per_h=pl.lit(0.0))
+    with pytest.raises(InsufficientDataError, match="nothing to draw"):
+        charts.hazard_chart(zero)
+
+
+def test_hazard_chart_says_what_it_left_out():
+    """A zero rate cannot sit on a log axis: left out and counted in the subtitle."""
+    frame = pl.DataFrame(
+        {
+            "model": ["weibull"] * 3,
+            "time_h": [1.0, 2.0, 3.0],
+            "hazard_per_h": [0.1, 0.0, 0.3],
+        }
+    )
+    spec = charts.hazard_chart(frame, title="t").to_dict()
+    assert spec["title"]["subtitle"].startswith("1 point(s)")
+
+
+def test_hazard_chart_renders_offline():
+    """The chart renders to SVG with vl-convert (no network)."""
+    import vl_convert as vlc
+
+    frame = pl.DataFrame(
+        {"model": ["weibull"] * 2, "time_h": [1.0, 10.0], "hazard_per_h": [0.5, 0.05]}
+    )
+    svg = vlc.vegalite_to_svg(charts.hazard_chart(frame).to_dict())
+    assert svg.startswith("<svg")
