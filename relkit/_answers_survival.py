@@ -14,7 +14,6 @@ Age is time in service (:func:`relkit.observation.to_service_clock`): a gap
 between two service windows is not age.
 """
 
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -73,12 +72,17 @@ class EndpointTable:
         columns (``n_origin_unknown`` and the endpoint's own).
     n_node_level : int
         Failures naming no GPU, left out of ``unit="gpu"`` answers.
+    resolution_h : float or None
+        Resolution of the time stamps of the failures (and earlier failures)
+        that built the table (:func:`relkit.survival.timestamp_resolution_h`),
+        None when there is none.
     """
 
     table: pl.DataFrame
     excluded: pl.DataFrame
     counts: tuple[pl.DataFrame, ...]
     n_node_level: int = 0
+    resolution_h: float | None = None
 
 
 def _resolved_unit(endpoint: str, unit: str | None) -> str:
@@ -508,16 +512,14 @@ def endpoint_table(
     else:
         table, counts = _removal_endpoint(windows, failures, prior, by=by)
         excl = _count_excluded(excluded, windows, by)
-    return EndpointTable(table=table, excluded=excl, counts=counts, n_node_level=n_node)
-
-
-def _fit_kwargs(events: pl.DataFrame) -> dict:
-    """Pass the store's time-stamp resolution when the fitting code takes one."""
-    params = inspect.signature(survival.fit_lifetime_models).parameters
-    helper = getattr(survival, "timestamp_resolution_h", None)
-    if "resolution_h" in params and helper is not None and events.height:
-        return {"resolution_h": helper(events["ts"].drop_nulls())}
-    return {}
+    stamps = pl.concat([failures["ts"], prior["ts"]]).drop_nulls()
+    return EndpointTable(
+        table=table,
+        excluded=excl,
+        counts=counts,
+        n_node_level=n_node,
+        resolution_h=survival.timestamp_resolution_h(stamps) if stamps.len() else None,
+    )
 
 
 def survival_by(
@@ -581,7 +583,11 @@ def survival_by(
         constant hazard; ages: units left out because their age is unknown),
         ``n_excluded`` (failures outside every window of their unit, see
         :func:`relkit.answers.excluded_failures`), ``n_node_level``
-        (``unit="gpu"``: failures naming no GPU, left out); for
+        (``unit="gpu"``: failures naming no GPU, left out), ``resolution_h``
+        (the resolution of the failures' time stamps, h, e.g. 1/60 for LANL's
+        minute stamps: zero-length gaps are interval-censored in
+        ``(0, resolution_h]``, counted in ``n_zero`` and said in ``status``);
+        for
         ``"first-failure"`` ``n_failed_before_entry`` (units left out: they
         failed before observation began); for ``"removal"``
         ``n_removed_after_failure``, ``n_removed_without_failure`` and
@@ -649,7 +655,7 @@ def survival_by(
         failure_modes=failure_modes,
     )
     table = built.table.drop("origin_known", "exit", strict=False)
-    extra = _fit_kwargs(events)
+    extra = {"resolution_h": built.resolution_h}
     if all_models:
         fits = survival.fit_lifetime_models(table, by=by, **extra)
         if "rank" not in fits.columns:
@@ -667,6 +673,7 @@ def survival_by(
         endpoint=pl.lit(endpoint),
         unit=pl.lit(unit),
         n_node_level=pl.lit(built.n_node_level, dtype=pl.Int64),
+        resolution_h=pl.lit(built.resolution_h, dtype=pl.Float64),
     )
     if "failure_mode" not in by:
         fits = fits.with_columns(failure_mode=pl.lit(failure_mode, dtype=pl.String))
