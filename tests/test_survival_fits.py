@@ -358,3 +358,68 @@ def test_central_difference_hessian_matches_scipy_differentiate():
 
     ref = scipy_hessian(vec, res.x).ddf
     np.testing.assert_allclose(hessian(f, res.x), ref, rtol=1e-5, atol=1e-3)
+
+
+# -- probability plots -------------------------------------------------------------
+
+
+def test_probability_plot_by_hand_exponential():
+    """Failures at 10, 20, 30, 40 h, no censoring, exponential mean 25 h given:
+    Kaplan-Meier steps 1 -> .75 -> .5 -> .25 -> 0, so the midpoint plotting
+    positions (Meeker & Escobar 1998 §6.4) are F = .125, .375, .625, .875;
+    exponential axes x = t, y = -ln(1 - F), fitted line y = t / 25."""
+    from relkit.survival import probability_plot
+
+    t = pl.DataFrame({"stop_h": [10.0, 20, 30, 40], "observed": [True] * 4})
+    fits = pl.DataFrame(
+        {
+            "model": ["exponential"],
+            "scale_h": [25.0],
+            "shape": [None],
+            "shape2": [None],
+            "status": ["ok"],
+        },
+        schema_overrides={"shape": pl.Float64, "shape2": pl.Float64},
+    )
+    pp = probability_plot(t, model="exponential", fits=fits)
+    assert pp.columns == ["model", "time_h", "cdf_empirical", "x", "y", "y_fitted"]
+    F = np.array([0.125, 0.375, 0.625, 0.875])
+    np.testing.assert_allclose(pp["cdf_empirical"], F, rtol=1e-12)
+    np.testing.assert_allclose(pp["x"], [10, 20, 30, 40])
+    np.testing.assert_allclose(pp["y"], -np.log(1 - F), rtol=1e-12)
+    np.testing.assert_allclose(pp["y_fitted"], np.array([10, 20, 30, 40]) / 25)
+
+
+def test_probability_plot_weibull_sample_lies_on_the_line():
+    """2,000 uncensored Weibull(shape 1.5, scale 100 h) lifetimes: on Weibull axes
+    every point lies within 0.04 of the fitted line on the probability scale
+    (the DKW inequality bounds sup |F_n - F| > 0.04 by 2 exp(-2 n 0.04^2) =
+    0.003 for n = 2000), and the least-squares slope of the points between
+    F = 0.05 and 0.95 is the shape (1.5, within 5 %)."""
+    from relkit.survival import probability_plot
+
+    life = 100 * np.random.default_rng(21).weibull(1.5, 2000)
+    t = pl.DataFrame({"stop_h": life, "observed": [True] * life.size})
+    pp = probability_plot(t, model="weibull")
+    fitted_cdf = 1 - np.exp(-np.exp(pp["y_fitted"].to_numpy()))
+    assert np.abs(pp["cdf_empirical"].to_numpy() - fitted_cdf).max() < 0.04
+    mid = pp.filter(pl.col("cdf_empirical").is_between(0.05, 0.95))
+    slope = np.polyfit(mid["x"].to_numpy(), mid["y"].to_numpy(), 1)[0]
+    assert slope == pytest.approx(1.5, rel=0.05)
+
+
+def test_probability_plot_qq_for_gamma_and_warns_on_zero_spells():
+    """Gamma has no straight axes: a Q-Q plot whose y_fitted is x; on a gamma
+    sample (shape 2, scale 50 h) observed and fitted quantiles agree within 10 %
+    between F = 0.1 and 0.9. A zero-length failure spell gets no point and a
+    RelkitWarning says so."""
+    from relkit.errors import RelkitWarning
+    from relkit.survival import probability_plot
+
+    life = np.random.default_rng(5).gamma(2.0, 50.0, 1500)
+    t = pl.DataFrame({"stop_h": np.r_[life, 0.0], "observed": [True] * 1501})
+    with pytest.warns(RelkitWarning, match="1 zero-length failure spell"):
+        pp = probability_plot(t, model="gamma")
+    assert (pp["y_fitted"] == pp["x"]).all()
+    mid = pp.filter(pl.col("cdf_empirical").is_between(0.1, 0.9))
+    assert ((mid["y"] / mid["x"] - 1).abs() < 0.1).all()

@@ -46,6 +46,7 @@ from relkit.survival._fits import (
     fit_lifetimes,
 )
 from relkit.survival._nonparametric import kaplan_meier, nelson_aalen
+from relkit.survival._plots import probability_plot
 from relkit.survival._regression import (
     HazardModel,
     cox_hazards,
@@ -83,6 +84,7 @@ __all__ = [
     "logrank_by",
     "model_density",
     "nelson_aalen",
+    "probability_plot",
     "timestamp_resolution_h",
     "validate_survival_table",
     "weibull_aft",
