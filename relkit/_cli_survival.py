@@ -182,7 +182,8 @@ def add_survival_verbs(
     p.add_argument(
         "--all-models",
         action="store_true",
-        help="print every model's row per group, ranked by AIC (default: the best "
+        help="print all six models' rows per group (exponential, Weibull, log-normal, "
+        "log-logistic, gamma, generalized gamma), ranked by AIC (default: the best "
         "model per group)",
     )
     p.add_argument(

@@ -154,7 +154,8 @@ def test_all_models_ranks_each_group(
     db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """hw/x per node: gaps 96 h, 48 h, 192 h and the censored rests; every
-    model gets a row, ranks 1.. among the fits that are ok."""
+    model of the six gets a row, ranks 1.. among the fits that are ok, and
+    resolution_h is the stamps' (midnights here: the coarsest candidate, 1 h)."""
     code, out, err = _run(
         capsys,
         "--db",
@@ -172,7 +173,15 @@ def test_all_models_ranks_each_group(
     assert code == 0, err
     rows = json.loads(out)
     models = {r["model"] for r in rows}
-    assert {"exponential", "weibull", "lognormal", "loglogistic"} <= models
+    assert models == {
+        "exponential",
+        "weibull",
+        "lognormal",
+        "loglogistic",
+        "gamma",
+        "gengamma",
+    }
+    assert {r["resolution_h"] for r in rows} == {1.0}
     ranks = sorted(r["rank"] for r in rows if r["rank"] is not None)
     assert ranks == list(range(1, len(ranks) + 1))
     assert {r["failure_mode"] for r in rows} == {"hw/x"}
