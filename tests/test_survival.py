@@ -318,7 +318,12 @@ def test_ref_c15_degenerate_fits_per_mode():
     assert r["weibull_shape"] is None
     r = rows["xid48"]
     assert (r["n_units"], r["n_failures"]) == (8, 5)
-    assert r["status"] == "ok"
+    # five failures cannot pin the generalized gamma's three parameters: its
+    # Hessian is singular, it is marked and left out, the others rank
+    assert r["status"] == (
+        "ok; gengamma: no_interior_maximum (generalized gamma: standard errors "
+        "not finite)"
+    )
     assert 0.3 < r["weibull_shape"] < 5
     assert 100 < r["weibull_scale_h"] < 5000
     assert r["best_model"] in survival.MODELS
@@ -557,12 +562,14 @@ def test_ref_model_density_matches_scipy():
 
 
 def test_model_density_from_fits_by_group():
-    """model_density consumes fit_lifetime_models output and skips failed fits."""
+    """model_density consumes fit_lifetime_models output and skips failed fits:
+    xid48 has 5 ok fits of the six (gengamma has no interior maximum), 20
+    points each."""
     table = c15_table()
     fits = fit_lifetime_models(table, by=["mode"])
     dens = model_density(table, fits, by=["mode"], n_points=20)
     assert dens["mode"].unique().to_list() == ["xid48"]
-    assert dens.height == 4 * 20
+    assert dens.height == 5 * 20
     assert dens["time_h"].max() == 800.0
     assert (dens["density"] > 0).all()
 
