@@ -339,8 +339,9 @@ def _write_report(
             "Time between failures (system-wide)",
             "<p>Gaps between consecutive outages anywhere in a system (failures of "
             "many nodes within 60 s are one outage), fitted with "
-            "four lifetime models and ranked by AIC. A Weibull shape below 1 is a "
-            "decreasing hazard: failures cluster (Schroeder &amp; Gibson, DSN 2006, "
+            f"{len(survival.DEFAULT_MODELS)} lifetime models and ranked by AIC. "
+            "A Weibull shape below 1 is a decreasing hazard: failures cluster "
+            "(Schroeder &amp; Gibson, DSN 2006, "
             "doi:10.1109/DSN.2006.5).</p>" + _html.table_html(fits) + tbf_chart,
         )
     )
@@ -363,6 +364,10 @@ def _write_report(
             "the end of the data.</p>" + km_body,
         )
     )
+
+    from relkit._report_survival import survival_sections
+
+    sections.extend(survival_sections(st, obs, tables, progress=progress))
 
     progress("checkpoint intervals for a job spanning each system")
     sections.append(_checkpoint_section(st, a, tables))
