@@ -134,3 +134,41 @@ def test_hazard_chart_renders_offline():
     )
     svg = vlc.vegalite_to_svg(charts.hazard_chart(frame).to_dict())
     assert svg.startswith("<svg")
+
+
+def test_probability_plot_chart_draws_points_and_line():
+    """A Weibull sample (shape 1.5, scale 100 h, 200 units) on Weibull axes:
+    the chart embeds probability_plot's points, the fitted line, and axis
+    titles of the Weibull paper (ln t, ln(-ln(1 - F)))."""
+    from relkit.survival import probability_plot
+
+    rng = np.random.default_rng(7)
+    t = 100.0 * rng.weibull(1.5, 200)
+    table = pl.DataFrame({"entry_h": 0.0, "stop_h": t, "observed": True})
+    points = probability_plot(table, model="weibull")
+    spec = charts.probability_plot_chart(points, title="Weibull plot").to_dict()
+    dots, line = spec["layer"]
+    assert dots["encoding"]["x"]["title"] == "ln t (t in h)"
+    assert dots["encoding"]["y"]["title"] == "ln(−ln(1 − F))"
+    assert line["encoding"]["y"]["field"] == "y_fitted"
+    data = next(iter(spec["datasets"].values()))
+    assert len(data) == points.height
+    np.testing.assert_allclose(
+        sorted(r["y"] for r in data), sorted(points["y"].to_list()), rtol=1e-12
+    )
+
+
+def test_probability_plot_chart_refuses_two_models():
+    """Each model has its own axes: a frame of two models is refused."""
+    frame = pl.DataFrame(
+        {
+            "model": ["weibull", "lognormal"],
+            "time_h": [1.0, 1.0],
+            "cdf_empirical": [0.5, 0.5],
+            "x": [0.0, 0.0],
+            "y": [0.0, 0.0],
+            "y_fitted": [0.0, 0.0],
+        }
+    )
+    with pytest.raises(SchemaError, match="several models"):
+        charts.probability_plot_chart(frame)

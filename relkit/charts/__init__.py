@@ -19,7 +19,7 @@ from relkit.charts._goodput import badput_waterfall_chart
 from relkit.charts._hazards import hazard_ratio_forest_chart
 from relkit.charts._lemons import lemon_ranking_chart
 from relkit.charts._repairable import crow_amsaa_chart, mcf_chart
-from relkit.charts._survival import hazard_chart
+from relkit.charts._survival import hazard_chart, probability_plot_chart
 from relkit.charts._theme import (
     MAX_ROWS,
     THEME_NAME,
@@ -45,5 +45,6 @@ __all__ = [
     "lemon_ranking_chart",
     "mcf_chart",
     "mtbf_chart",
+    "probability_plot_chart",
     "tbf_histogram_chart",
 ]

@@ -1,4 +1,4 @@
-"""Per-failure-mode hazard chart: the fitted hazard rate of each mode over age."""
+"""Survival charts: each mode's fitted hazard over age, and probability plots."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from relkit.schema import require_columns
 if TYPE_CHECKING:
     import altair as alt
 
-__all__ = ["hazard_chart"]
+__all__ = ["hazard_chart", "probability_plot_chart"]
 
 _COLS = ["model", "time_h", "hazard_per_h"]
 
@@ -138,3 +138,119 @@ def hazard_chart(
     if subtitle is not alt.Undefined:
         heading = alt.TitleParams(text=title or "", subtitle=subtitle)
     return alt.layer(line, title=heading)
+
+
+#: Axis titles of :func:`relkit.survival.probability_plot`'s ``x`` and ``y``.
+_PROBABILITY_AXES = {
+    "exponential": ("t (h)", "−ln(1 − F)"),
+    "weibull": ("ln t (t in h)", "ln(−ln(1 − F))"),
+    "lognormal": ("ln t (t in h)", "Φ⁻¹(F) (standard normal quantile)"),
+    "loglogistic": ("ln t (t in h)", "logit F"),
+    "gamma": ("Fitted quantile (h)", "Observed time (h)"),
+    "gengamma": ("Fitted quantile (h)", "Observed time (h)"),
+}
+_PLOT_COLS = ["model", "time_h", "cdf_empirical", "x", "y", "y_fitted"]
+
+
+def probability_plot_chart(
+    points: pl.DataFrame,
+    *,
+    color: str | None = None,
+    title: str | None = None,
+) -> alt.LayerChart:
+    """Draw a probability plot: the data's points and the fitted model's line.
+
+    On the model's linearising axes the points of data the model fits lie
+    along the line; a bend says the model is wrong where it bends (Meeker &
+    Escobar, *Statistical Methods for Reliability Data*, Wiley 1998, ch. 6).
+
+    Parameters
+    ----------
+    points : pl.DataFrame
+        Output of :func:`relkit.survival.probability_plot` for one model:
+        ``model, time_h, cdf_empirical, x, y, y_fitted`` plus the ``color``
+        column when given. At most 5,000 rows.
+    color : str, optional
+        Group column: one colour per group.
+    title : str, optional
+        Chart title.
+
+    Returns
+    -------
+    altair.LayerChart
+        Points at (``x``, ``y``) and the fitted line (``x``, ``y_fitted``;
+        rows where it is null draw no line), axes titled for the model.
+
+    Raises
+    ------
+    SchemaError
+        If a required column is missing, the frame holds several models, has
+        over 5,000 rows, or several groups while ``color`` is None.
+    InsufficientDataError
+        If the frame is empty.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> pts = pl.DataFrame(
+    ...     {
+    ...         "model": ["weibull"] * 2,
+    ...         "time_h": [1.0, 10.0],
+    ...         "cdf_empirical": [0.25, 0.75],
+    ...         "x": [0.0, 2.3026],
+    ...         "y": [-1.2459, 0.3266],
+    ...         "y_fitted": [-1.2, 0.3],
+    ...     }
+    ... )
+    >>> spec = probability_plot_chart(pts).to_dict()
+    >>> [layer["mark"]["type"] for layer in spec["layer"]]
+    ['point', 'line']
+    """
+    import altair as alt
+
+    where = "probability_plot_chart"
+    require_columns(points, _PLOT_COLS + ([color] if color else []), where=where)
+    check_rows(points, where=where, fix="Plot fewer groups.")
+    if points.height == 0:
+        msg = f"{where}: the frame is empty, so there is no point to draw."
+        raise InsufficientDataError(msg)
+    models = points["model"].unique().to_list()
+    if len(models) > 1:
+        msg = (
+            f"{where}: the frame holds several models {sorted(models)}; each has "
+            "its own axes. Filter to one model."
+        )
+        raise SchemaError(msg)
+    if color is None:
+        extra = [c for c in points.columns if c not in _PLOT_COLS]
+        if varying := [c for c in extra if points[c].n_unique() > 1]:
+            msg = (
+                f"{where}: the frame holds several groups (column(s) {varying} "
+                f"vary) but color is None. Pass color={varying[0]!r}."
+            )
+            raise SchemaError(msg)
+    x_title, y_title = _PROBABILITY_AXES.get(models[0], ("x", "y"))
+    keys = [color] if color else []
+    data = points.select(*keys, *_PLOT_COLS).sort([*keys, "x"])
+    if color:
+        data = data.with_columns(pl.col(color).cast(pl.String).fill_null("(missing)"))
+    enc: dict[str, Any] = {}
+    if color:
+        enc["color"] = alt.Color(f"{color}:N").title(color.replace("_", " "))
+    base = alt.Chart(data)
+    dots = base.mark_point(filled=True, size=30).encode(
+        x=alt.X("x:Q").title(x_title).scale(zero=False),
+        y=alt.Y("y:Q").title(y_title).scale(zero=False),
+        tooltip=[
+            *([alt.Tooltip(f"{color}:N")] if color else []),
+            alt.Tooltip("time_h:Q").format(",.2f").title("time (h)"),
+            alt.Tooltip("cdf_empirical:Q").format(".3f").title("F (Kaplan-Meier)"),
+        ],
+        **enc,
+    )
+    line = (
+        base.transform_filter("isValid(datum.y_fitted)")
+        .mark_line(strokeDash=[6, 3])
+        .encode(x="x:Q", y="y_fitted:Q", **enc)
+    )
+    return alt.layer(dots, line, title=chart_title(title))
