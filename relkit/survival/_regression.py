@@ -385,6 +385,9 @@ def _fit(fitter: Any, df: Any, *, truncated: bool, robust: bool) -> list[str]:  
     texts = []
     for w in caught:
         line = str(w.message).strip().splitlines()[0] if str(w.message) else ""
+        # lifelines appends a code example ("For example, try the following
+        # code: ...") that means nothing to a relkit user: keep the diagnosis
+        line = line.split(" For example,")[0].strip()
         texts.append(f"lifelines {w.category.__name__}: {line}")
     return retried + list(dict.fromkeys(texts))
 
