@@ -321,8 +321,6 @@ def test_recover_lanl_system_first_failure() -> None:
     assert res.concordance == pytest.approx(0.6502, abs=1e-3)
     assert res.logrank["statistic"][0] == pytest.approx(1252.94, abs=0.1)
     assert any("step size 0.3" in n for n in res.notes)
-    # lifelines' warning about system 15 keeps its diagnosis, not its code example
-    warned = [n for n in res.notes if "ConvergenceWarning" in n]
-    assert warned
-    assert all("For example" not in n for n in warned)
-    assert any("complete separation" in n for n in warned)
+    # the halted first attempt's warnings (overflow, lifelines' separation hint
+    # with its code example) are not the refit's: none is passed on
+    assert not [n for n in res.notes if "Warning" in n]

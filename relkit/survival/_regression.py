@@ -370,6 +370,7 @@ def _fit(fitter: Any, df: Any, *, truncated: bool, robust: bool) -> list[str]:  
                 # lifelines' full Newton step can overshoot into a singular
                 # Hessian with many small levels; a shorter step reaches the
                 # same maximum (the step changes the path, not the optimum)
+                del caught[:]  # the halted attempt's overflow warnings are moot
                 fitter.fit(df, **kwargs, fit_options={"step_size": 0.3})
                 retried.append(
                     "lifelines' Newton-Raphson halted on a singular Hessian; "
