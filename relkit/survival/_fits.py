@@ -77,7 +77,9 @@ def _no_interior_reason(
     """Say why a fit has no interior maximum, or None if it has one."""
     spec = REGISTRY[model]
     names = {c: n for c, (_, _, n) in spec.columns.items()}
-    for column in spec.columns:
+    for column, (_, kind, _) in spec.columns.items():
+        if column != "scale_h" and kind != "real" and not math.isnan(row[column]):
+            continue  # a shape of 0 or inf is said by the range check below
         if not math.isfinite(row[column]) or row[column] == 0:
             return f"{spec.label} {names[column]} {row[column]}"
     for column, (_, kind, _) in spec.columns.items():
@@ -111,10 +113,15 @@ def _fit_one(
     data: dict[str, np.ndarray],
     alpha: float,
     errors: str,
+    fitted: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """Fit one model on unique rows with weights (scipy, see ``_mle``)."""
+    """Fit one model on unique rows with weights (scipy, see ``_mle``).
+
+    ``fitted`` holds the free parameters of the group's models fitted so far
+    (nested ones start the next fit); this fit's are added when it converged.
+    """
     try:
-        res = fit_mle(model, data)
+        res = fit_mle(model, data, fitted) if fitted else fit_mle(model, data)
     except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
         if errors == "raise":
             msg = (
@@ -139,6 +146,8 @@ def _fit_one(
             )
             raise ConvergenceError(msg)
         return {"status": f"failed to converge ({res.message})"}
+    if fitted is not None:
+        fitted[model] = res.x
     loglik = res.log_likelihood
     k = REGISTRY[model].n_params
     return row | {
@@ -461,16 +470,18 @@ def _fit_group(
         }
     else:
         data = _arrays(part, resolution)
-        fits = {m: _fit_one(m, data, alpha, errors) for m in models}
+        found: dict[str, np.ndarray] = {}
+        fits = {m: _fit_one(m, data, alpha, errors, found) for m in models}
         if n_zero:
             kept = part.filter(~zero)
             dropped = (
                 _arrays(kept, resolution) if int(kept["observed"].sum()) >= 2 else None
             )
+            found_dropped: dict[str, np.ndarray] = {}
             for m, fit in fits.items():
                 if dropped is None or "shape" not in REGISTRY[m].columns:
                     continue
-                alt = _fit_one(m, dropped, alpha, "status")
+                alt = _fit_one(m, dropped, alpha, "status", found_dropped)
                 if alt["status"].startswith("ok"):
                     fit["shape_if_zero_dropped"] = alt["shape"]
     note = "".join(f"; {n}" for n in notes)
