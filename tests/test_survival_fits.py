@@ -360,6 +360,100 @@ def test_central_difference_hessian_matches_scipy_differentiate():
     np.testing.assert_allclose(hessian(f, res.x), ref, rtol=1e-5, atol=1e-3)
 
 
+def _mixed_spells(rng: np.random.Generator) -> dict:
+    """60 spells of every kind the likelihood has: 20 exact failures, 15 right-
+    censored, 10 interval-censored from 0, 15 interval-censored in (l, u] with
+    l > 0; 40 of them left-truncated; integer weights 1-3."""
+    n = 60
+    lower = rng.uniform(5.0, 400.0, n)
+    upper = lower.copy()
+    exact = np.zeros(n, bool)
+    right = np.zeros(n, bool)
+    exact[:20] = True
+    right[20:35] = True
+    upper[20:35] = np.inf
+    lower[35:45] = 0.0
+    upper[35:45] = rng.uniform(0.5, 30.0, 10)
+    upper[45:] = lower[45:] + rng.uniform(1.0, 50.0, 15)
+    entry = np.where(np.arange(n) % 3 == 0, 0.0, rng.uniform(0.0, 1.0, n))
+    entry = np.minimum(entry * lower, np.where(lower > 0, lower, 0.0))
+    return {
+        "lower": lower,
+        "upper": upper,
+        "exact": exact,
+        "right": right,
+        "entry": entry,
+        "weights": rng.integers(1, 4, n).astype(float),
+    }
+
+
+_GRAD_POINTS = {
+    "exponential": lambda r: np.array([r.uniform(4, 6)]),
+    "weibull": lambda r: np.array([r.uniform(4, 6), r.uniform(-0.7, 0.7)]),
+    "lognormal": lambda r: np.array([r.uniform(4, 6), r.uniform(-0.7, 0.7)]),
+    "loglogistic": lambda r: np.array([r.uniform(4, 6), r.uniform(-0.7, 0.7)]),
+    "gamma": lambda r: np.array([r.uniform(4, 6), r.uniform(-0.7, 0.7)]),
+    "gengamma": lambda r: np.array(
+        [r.uniform(4, 6), r.uniform(-0.7, 0.3), r.choice([-1, 1]) * r.uniform(0.2, 1.5)]
+    ),
+}
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_analytic_gradient_matches_central_differences(model):
+    """The log-likelihood's gradient (analytic; for gamma and generalized gamma
+    central differences in the shape / Q only) equals central differences of
+    the log-likelihood itself (step 1e-5 on the free scale, truncation error
+    ~1e-10, computed here) to 1e-6 relative at 5 random points, on spells of every
+    kind: exact, right-censored, interval-censored from 0 and from l > 0, left-
+    truncated, weighted."""
+    from relkit.survival._mle import _loglik_function, _loglik_gradient_function
+
+    rng = np.random.default_rng(12)
+    data = _mixed_spells(rng)
+    f = _loglik_function(model, data)
+    fg = _loglik_gradient_function(model, data)
+    for _ in range(5):
+        x = _GRAD_POINTS[model](rng)
+        value, grad = fg(x)
+        assert value == pytest.approx(f(x), rel=1e-12)
+        step = np.eye(x.size) * 1e-5
+        numeric = np.array([(f(x + e) - f(x - e)) / 2e-5 for e in step])
+        np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-6 * abs(value))
+
+
+@pytest.mark.parametrize("model", ["weibull", "gamma", "gengamma"])
+def test_gradient_hessian_matches_likelihood_hessian(model):
+    """The Hessian by central differences of the analytic gradient (2k gradient
+    evaluations) equals scipy.differentiate.hessian of the log-likelihood
+    (computed here) to 1e-5 relative at the fitted maximum of 300 left-truncated
+    Weibull spells."""
+    from scipy.differentiate import hessian as scipy_hessian
+
+    from relkit.survival import _fits
+    from relkit.survival._mle import (
+        _loglik_function,
+        _loglik_gradient_function,
+        fit_mle,
+        gradient_hessian,
+    )
+
+    data = _fits._arrays(_truncated_weibull(np.random.default_rng(9), n=300), 1.0)
+    res = fit_mle(model, data)
+    f = _loglik_function(model, data)
+    fg = _loglik_gradient_function(model, data)
+
+    def vec(xi):
+        flat = xi.reshape(xi.shape[0], -1)
+        return np.array([f(flat[:, j]) for j in range(flat.shape[1])]).reshape(
+            xi.shape[1:]
+        )
+
+    ref = scipy_hessian(vec, res.x).ddf
+    got = gradient_hessian(lambda v: fg(v)[1], res.x)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-3)
+
+
 # -- probability plots -------------------------------------------------------------
 
 
