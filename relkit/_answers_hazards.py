@@ -15,7 +15,7 @@ import polars as pl
 
 from relkit import survival
 from relkit.errors import InsufficientDataError, SchemaError
-from relkit.observation import observe, to_service_clock
+from relkit.observation import observe, restrict_to_mode, to_service_clock
 
 __all__ = ["hazards_by"]
 
@@ -62,8 +62,10 @@ def hazards_by(
     covariates : sequence of str
         Asset attributes (rack, batch, model, ``system``, any assets column).
     failure_mode : str, optional
-        Count only this failure mode (``failure_mode`` such as ``gpu/hang``,
-        or its root cause such as ``gpu``); all failures by default.
+        Count only this failure mode
+        (:func:`relkit.observation.restrict_to_mode`: a mode such as
+        ``gpu/hang``, or a root cause such as ``gpu`` for all of its modes); all
+        failures by default.
     endpoint : {"first-failure", "tbf"}, default "first-failure"
         ``"first-failure"``: each node's age at its first failure (left
         truncated at its entry into observation, right-censored at its end).
@@ -122,21 +124,8 @@ def hazards_by(
         )
         raise SchemaError(msg)
     notes: list[str] = list(obs.notes)
+    obs = restrict_to_mode(obs, failure_mode)
     failures, prior = obs.failures, obs.prior_failures
-    if failure_mode is not None:
-        modes = sorted(failures["failure_mode"].drop_nulls().unique().to_list())
-        roots = sorted({m.split("/")[0] for m in modes})
-        if failure_mode not in modes and failure_mode not in roots:
-            msg = (
-                f"failure mode {failure_mode!r} is not among the failures "
-                f"counted: {modes}; or give a root cause of {roots}."
-            )
-            raise SchemaError(msg)
-        keep = (pl.col("failure_mode") == failure_mode) | pl.col(
-            "failure_mode"
-        ).str.starts_with(failure_mode + "/")
-        failures = failures.filter(keep)
-        prior = prior.filter(keep) if "failure_mode" in prior.columns else prior
     windows = obs.windows.filter(pl.col("exposure_h") > 0)
     if windows.height == 0:
         msg = "no node has time at risk, so there is no hazard to regress."

@@ -8,7 +8,7 @@ from typing import Literal
 import polars as pl
 
 from relkit.errors import InsufficientDataError, RelkitWarning
-from relkit.observation import LOG_WINDOW_MIN, observe, split_by
+from relkit.observation import LOG_WINDOW_MIN, observe, restrict_to_mode, split_by
 from relkit.repairable import DEFAULT_FDR, lemon_units
 
 __all__ = ["LEMON_FIELDS", "lemons"]
@@ -56,7 +56,9 @@ def lemons(
         kernel-log signals are incidents already, and repeats of one unit
         within the incident window (10 min, or ``window_min``) count once.
     failure_mode : str, optional
-        Test only this mode's failures against this mode's fleet rate.
+        Test only this mode's failures against this mode's fleet rate
+        (:func:`relkit.observation.restrict_to_mode`: a mode such as
+        ``gpu/hang``, or a root cause such as ``gpu`` for all of its modes).
     unit : {"node", "gpu"}, default "node"
         Test hosts, or GPUs (host + device).
     fdr : float, default 0.05
@@ -136,18 +138,8 @@ def lemons(
             RelkitWarning,
             stacklevel=2,
         )
+    obs = restrict_to_mode(obs, failure_mode)
     failures = obs.failures
-    if failure_mode is not None:
-        known = sorted(failures["failure_mode"].drop_nulls().unique().to_list())
-        failures = failures.filter(pl.col("failure_mode") == failure_mode)
-        if failures.height == 0:
-            msg = (
-                f"no failure of mode {failure_mode!r} in the store's observation "
-                f"windows; its failure modes are {known[:12]}"
-                + (" ..." if len(known) > 12 else "")
-                + " (--failure-mode; library: failure_mode=)."
-            )
-            raise InsufficientDataError(msg)
     if failures.height == 0:
         msg = (
             "no failure in the store's observation windows, so no unit can be a "

@@ -13,12 +13,13 @@ from typing import Literal
 import polars as pl
 
 from relkit import repairable
-from relkit.errors import InsufficientDataError, InvalidParameterError, SchemaError
+from relkit.errors import InsufficientDataError, InvalidParameterError
 from relkit.observation import (
     MIN_EXPOSURE_H,
     Observation,
     node_failures,
     observe,
+    restrict_to_mode,
     split_by,
     to_service_clock,
 )
@@ -60,7 +61,9 @@ def repairable_frames(
         Grouping columns (unit attributes such as ``system`` and failure
         attributes such as ``failure_mode``).
     failure_mode : str, optional
-        Keep only this failure mode (its node failures).
+        Keep only this failure mode's node failures
+        (:func:`relkit.observation.restrict_to_mode`: a mode such as
+        ``gpu/hang``, or a root cause such as ``gpu`` for all of its modes).
     clock : {"age", "calendar"}, default "age"
         ``"age"``: hours in service of each node (gaps between its service
         windows do not count; :func:`relkit.observation.to_service_clock`).
@@ -95,6 +98,9 @@ def repairable_frames(
         )
         raise InsufficientDataError(msg)
     notes = []
+    # one mode's failures, folded among themselves: a burst of another mode
+    # must not absorb them
+    obs = restrict_to_mode(obs, failure_mode)
     failures = node_failures(obs.failures, window_min=obs.window_min)
     n_folded = int(failures["n_folded"].sum()) if failures.height else 0
     if n_folded:
@@ -102,15 +108,6 @@ def repairable_frames(
             f"{n_folded} failure(s) of a node within the incident window of an "
             "earlier one were folded into it (one node failure each burst)"
         )
-    if failure_mode is not None:
-        known = obs.failures["failure_mode"].unique().to_list()
-        if failure_mode not in known:
-            msg = (
-                f"failure mode {failure_mode!r} has no failure in the data; known "
-                f"modes: {sorted(m for m in known if m is not None)[:10]}."
-            )
-            raise SchemaError(msg)
-        failures = failures.filter(pl.col("failure_mode") == failure_mode)
     failures = failures.join(windows.select("host").unique(), on="host", how="semi")
     keep_f = [c for c in fail_by if c in failures.columns]
     if clock == "age":
@@ -209,7 +206,9 @@ def mcf_by(
     by : sequence of str, default ()
         Grouping columns (``system``, any asset attribute, ``failure_mode``).
     failure_mode : str, optional
-        Only this mode's node failures.
+        Only this mode's node failures
+        (:func:`relkit.observation.restrict_to_mode`: a mode such as
+        ``gpu/hang``, or a root cause such as ``gpu`` for all of its modes).
     confidence : float, default 0.95
         Two-sided level of the bounds.
     window_start, window_end : datetime, optional
@@ -273,7 +272,9 @@ def trend_by(
     by : sequence of str, default ()
         Grouping columns (``system``, any asset attribute, ``failure_mode``).
     failure_mode : str, optional
-        Only this mode's node failures.
+        Only this mode's node failures
+        (:func:`relkit.observation.restrict_to_mode`: a mode such as
+        ``gpu/hang``, or a root cause such as ``gpu`` for all of its modes).
     unit : {"node", "fleet"}, default "node"
         ``"node"``: each node is a repairable system, the nodes of a group
         pooled (MIL-HDBK-189C's multiple systems). ``"fleet"``: the group's

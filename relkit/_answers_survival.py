@@ -26,6 +26,7 @@ from relkit.errors import InsufficientDataError, SchemaError
 from relkit.observation import (
     Observation,
     observe,
+    restrict_to_mode,
     split_by,
     system_incidents,
     to_service_clock,
@@ -101,46 +102,6 @@ def _resolved_unit(endpoint: str, unit: str | None) -> str:
         )
         raise SchemaError(msg)
     return unit
-
-
-def _restrict_mode(obs: Observation, failure_mode: str | None) -> Observation:
-    """Keep the failures of one mode; refuse a mode with no counted failure."""
-    if failure_mode is None:
-        return obs
-    present = sorted(obs.failures["failure_mode"].drop_nulls().unique().to_list())
-    if failure_mode not in present:
-        near = [m for m in present if m.startswith(failure_mode)]
-        hint = (
-            f" The modes starting with {failure_mode!r} are {near}: give one of them "
-            "(modes are matched exactly, as in `relkit events --failure-mode`)."
-            if near
-            else ""
-        )
-        n_excl = int((obs.excluded["failure_mode"] == failure_mode).sum())
-        why = (
-            f" Its {n_excl} failure(s) fall in no service window of their unit "
-            "(`relkit rejects --db DB` lists them)."
-            if n_excl
-            else ""
-        )
-        msg = (
-            f"no counted failure of mode {failure_mode!r}, so there is nothing "
-            f"to fit.{why} The modes with failures are {present}.{hint}"
-        )
-        raise InsufficientDataError(msg)
-    keep = pl.col("failure_mode") == failure_mode
-    return Observation(
-        failures=obs.failures.filter(keep),
-        excluded=obs.excluded.filter(keep),
-        windows=obs.windows,
-        exposure_basis=obs.exposure_basis,
-        observed_until=obs.observed_until,
-        n_no_wall_time=obs.n_no_wall_time,
-        attributes=obs.attributes,
-        prior_failures=obs.prior_failures.filter(keep),
-        notes=obs.notes,
-        window_min=obs.window_min,
-    )
 
 
 def _gpu_level() -> pl.Expr:
@@ -385,7 +346,9 @@ def survival_table(
         The unit; ``"system"`` for ``"tbf"`` and ``"node"`` otherwise by
         default. ``"system"`` only for ``"tbf"``.
     failure_mode : str, optional
-        Count only the failures of this mode (exact match).
+        Count only the failures of this mode
+        (:func:`relkit.observation.restrict_to_mode`: a mode such as
+        ``gpu/hang``, or a root cause such as ``gpu`` for all of its modes).
     window_start, window_end : datetime, optional
         The observation window (UTC).
     sources, log_spans, failure_modes : pl.DataFrame, optional
@@ -472,7 +435,7 @@ def endpoint_table(
         failure_modes=failure_modes,
     )
     split_by(by, obs.windows, obs.failures, attributes=obs.attributes)
-    obs = _restrict_mode(obs, failure_mode)
+    obs = restrict_to_mode(obs, failure_mode)
     n_node = 0
     if unit == "gpu":
         windows, failures, prior, excluded, n_node = _on_gpus(obs, failure_mode)
@@ -554,8 +517,9 @@ def survival_by(
         Default: ``"system"`` for ``"tbf"`` (relkit's answer before
         endpoints), ``"node"`` for the ages.
     failure_mode : str, optional
-        Count only the failures of this mode, matched exactly as
-        ``relkit events --failure-mode`` does.
+        Count only the failures of this mode
+        (:func:`relkit.observation.restrict_to_mode`: a mode such as
+        ``gpu/hang``, or a root cause such as ``gpu`` for all of its modes).
     all_models : bool, default False
         Every model's row per group (:func:`relkit.survival.fit_lifetime_models`),
         ranked by AIC, instead of one row per group with the best model

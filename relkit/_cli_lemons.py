@@ -113,7 +113,9 @@ def add_lemon_verbs(
     )
     add_db(p)
     p.add_argument(
-        "--failure-mode", help="test only this mode's failures (e.g. hardware/cpu)"
+        "--failure-mode",
+        help="test only this mode's failures (e.g. hardware/cpu) or a root "
+        "cause's (e.g. hardware: all its modes)",
     )
     p.add_argument(
         "--fdr",

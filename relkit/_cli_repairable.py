@@ -78,7 +78,10 @@ def _common(p: argparse.ArgumentParser, add_db: AddArg) -> None:
     p.add_argument(
         "--by", help="comma-separated grouping: system, any assets column, failure_mode"
     )
-    p.add_argument("--failure-mode", help="only this mode, e.g. gpu/fallen_off_bus")
+    p.add_argument(
+        "--failure-mode",
+        help="only this mode (e.g. gpu/fallen_off_bus) or root cause (e.g. gpu)",
+    )
     p.add_argument("--window-start", help="ISO 8601 instant with zone")
     p.add_argument(
         "--window-end", help="ISO 8601 instant with zone (default: end of data)"

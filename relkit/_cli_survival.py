@@ -164,8 +164,8 @@ def add_survival_verbs(
     )
     p.add_argument(
         "--failure-mode",
-        help="only this mode's failures, matched exactly as in `relkit events "
-        "--failure-mode`, e.g. gpu/hbm_uncorrectable",
+        help="only this mode's failures (e.g. gpu/hbm_uncorrectable) or a root "
+        "cause's (e.g. gpu: all its modes)",
     )
     p.add_argument(
         "--by",

@@ -34,7 +34,7 @@ def test_lemons_only_and_bad_mode(
     assert len(capsys.readouterr().out.strip().splitlines()) == 186
     assert main(["lemons", "--db", db, "--failure-mode", "nope"]) == 1
     err = capsys.readouterr().err
-    assert "no failure of mode 'nope'" in err
+    assert "no counted failure of mode 'nope'" in err
     assert "Traceback" not in err
 
 

@@ -34,7 +34,8 @@ def test_trend_unknown_mode_is_one_line(
     code = main(["trend", "--db", str(lanl_db), "--failure-mode", "nope/none"])
     err = capsys.readouterr().err
     assert code == 1
-    assert "known modes" in err
+    assert "the modes with failures are" in err
+    assert len(err.strip().splitlines()) == 1
     assert "Traceback" not in err
 
 

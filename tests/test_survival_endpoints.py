@@ -152,12 +152,18 @@ def test_tbf_per_mode_is_not_cut_by_another_mode(tmp_path: Path) -> None:
         **tables, failure_mode="hw/x", unit="node", window_end=END
     )
     assert only_x["stop_h"].to_list() == [24.0, 72.0, 864.0]
+    # a root cause ("hw", the part before '/') keeps all of its modes: gaps
+    # Jan 2 -> 3 -> 5 -> Feb 10 are 24, 24, 48 h and 864 h censored
+    hw = answers.survival_table(
+        **tables, failure_mode="hw", unit="node", window_end=END
+    )
+    assert hw["stop_h"].to_list() == [24.0, 24.0, 48.0, 864.0]
 
 
 def test_unknown_mode_names_the_modes_present(toy: dict[str, pl.DataFrame]) -> None:
     with pytest.raises(InsufficientDataError, match=r"\['hw/x', 'hw/y'\]"):
         answers.survival_by(**toy, failure_mode="hw/z", unit="node", window_end=END)
-    with pytest.raises(InsufficientDataError, match="starting with 'hw/'"):
+    with pytest.raises(InsufficientDataError, match=r"Modes like it: \['hw/x'"):
         answers.survival_by(**toy, failure_mode="hw/", unit="node", window_end=END)
 
 

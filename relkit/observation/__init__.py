@@ -46,7 +46,7 @@ the store's tables and calls them is :mod:`relkit.answers`.
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
@@ -108,6 +108,7 @@ __all__ = [
     "observation_end",
     "observe",
     "place_failures",
+    "restrict_to_mode",
     "service_windows",
     "split_by",
     "system_incidents",
@@ -200,6 +201,98 @@ class Observation:
             gpus_per_node=gpus_per_node,
             failures=self.failures if with_failed_instants else None,
         )
+
+
+def restrict_to_mode(obs: Observation, failure_mode: str | None) -> Observation:
+    """Keep the failures of one failure mode, or of every mode of one root cause.
+
+    The one rule every answer selects a mode by: ``failure_mode`` is a mode as
+    the events name it (``gpu/hbm_uncorrectable``, LANL's ``hardware/cpu``), or
+    a root cause, the part before the ``/`` (``gpu``, ``hardware``), which keeps
+    all of its modes. The units, their windows and exposure are unchanged: a
+    unit with no failure of the mode is still at risk of it.
+
+    Parameters
+    ----------
+    obs : Observation
+        Output of :func:`observe`.
+    failure_mode : str or None
+        The mode or root cause; None keeps every failure.
+
+    Returns
+    -------
+    Observation
+        ``obs`` with ``failures``, ``excluded`` and ``prior_failures`` restricted.
+
+    Raises
+    ------
+    InsufficientDataError
+        If no counted failure has that mode or root cause; the message names
+        the modes with failures, and how many of this mode's failures fall in
+        no service window of their unit.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> obs = Observation(
+    ...     failures=pl.DataFrame(
+    ...         {"failure_mode": ["gpu/hang", "gpu/xid", "net/link"]}
+    ...     ),
+    ...     excluded=pl.DataFrame(
+    ...         {"failure_mode": []}, schema={"failure_mode": pl.String}
+    ...     ),
+    ...     windows=pl.DataFrame(),
+    ...     exposure_basis="assets",
+    ...     observed_until=None,
+    ...     n_no_wall_time=0,
+    ...     attributes=(),
+    ...     prior_failures=pl.DataFrame(
+    ...         {"failure_mode": []}, schema={"failure_mode": pl.String}
+    ...     ),
+    ... )
+    >>> restrict_to_mode(obs, "gpu").failures["failure_mode"].to_list()
+    ['gpu/hang', 'gpu/xid']
+    """
+    if failure_mode is None:
+        return obs
+    present = sorted(obs.failures["failure_mode"].drop_nulls().unique().to_list())
+    if failure_mode in present:
+        keep = pl.col("failure_mode") == failure_mode
+    elif "/" not in failure_mode and any(
+        m.startswith(failure_mode + "/") for m in present
+    ):
+        keep = pl.col("failure_mode").str.starts_with(failure_mode + "/")
+    else:
+        excluded = obs.excluded
+        n_excl = (
+            int((excluded["failure_mode"] == failure_mode).sum())
+            if "failure_mode" in excluded.columns
+            else 0
+        )
+        why = (
+            f" Its {n_excl} failure(s) fall in no service window of their unit "
+            "(`relkit rejects --db DB` lists them)."
+            if n_excl
+            else ""
+        )
+        near = [m for m in present if failure_mode.lower() in m.lower()]
+        hint = f" Modes like it: {near}." if near else ""
+        msg = (
+            f"no counted failure of mode {failure_mode!r}.{why} Give a mode "
+            f"(exactly as the events name it) or a root cause (the part before "
+            f"'/'); the modes with failures are {present}.{hint}"
+        )
+        raise InsufficientDataError(msg)
+
+    def cut(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.filter(keep) if "failure_mode" in frame.columns else frame
+
+    return replace(
+        obs,
+        failures=obs.failures.filter(keep),
+        excluded=cut(obs.excluded),
+        prior_failures=cut(obs.prior_failures),
+    )
 
 
 def observe(
