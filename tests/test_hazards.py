@@ -324,3 +324,37 @@ def test_recover_lanl_system_first_failure() -> None:
     # the halted first attempt's warnings (overflow, lifelines' separation hint
     # with its code example) are not the refit's: none is passed on
     assert not [n for n in res.notes if "Warning" in n]
+
+
+def test_cox_with_left_truncation_fits_and_says_no_ph_test() -> None:
+    """Reviewer's case: units entering late (entry_h > 0). The ratio is
+    lifelines' CoxPHFitter with entry_col on the same rows (computed here, to
+    1e-8); lifelines cannot compute Schoenfeld residuals with entries, so the
+    proportional-hazards test is left out with a note, not a crash."""
+    import lifelines
+
+    t = pl.DataFrame(
+        {
+            "entry_h": [0.0, 1, 0, 2.5, 0, 1, 0, 0.5],
+            "stop_h": [5.0, 8, 12, 3, 9, 15, 20, 11],
+            "observed": [True, True, False, True, True, True, False, True],
+            "rack": ["a"] * 4 + ["b"] * 4,
+        }
+    )
+    from relkit.survival import cox_hazards
+
+    res = cox_hazards(t, covariates=["rack"], reference={"rack": "a"})
+    ref = lifelines.CoxPHFitter().fit(
+        t.with_columns(rack_b=(pl.col("rack") == "b").cast(pl.Float64))
+        .drop("rack")
+        .to_pandas(),
+        duration_col="stop_h",
+        event_col="observed",
+        entry_col="entry_h",
+    )
+    row = res.hazard_ratios.row(0, named=True)
+    assert row["hazard_ratio"] == pytest.approx(
+        float(ref.hazard_ratios_["rack_b"]), rel=1e-8
+    )
+    assert res.ph_test.height == 0
+    assert any("proportional-hazards test not computed" in n for n in res.notes)

@@ -172,3 +172,39 @@ def test_probability_plot_chart_refuses_two_models():
     )
     with pytest.raises(SchemaError, match="several models"):
         charts.probability_plot_chart(frame)
+
+
+def test_a_failure_at_entry_counts_alike_in_km_cif_and_nelson_aalen():
+    """One risk-set rule (entry < t <= stop; a spell entering and failing at the
+    same instant t > 0 is at risk at t). Units: a (0, 10] fails (mode a), b
+    (0, 12] fails (a), c enters and fails at 5 (mode b), d (0, 8] censored.
+    By hand: at t = 5 four units are at risk (a, b, c, d), one fails:
+    S(5) = 3/4; at 10: n = 2 (a, b), S = 3/4 * 1/2 = 3/8; at 12: S = 0.
+    H(5) = 1/4, H(10) = 1/4 + 1/2. CIF_b = 1/4 and CIF_a(12) = 3/4, adding up
+    to 1 - S(12) = 1 (reviewer's case: KM said 2/3 at 5 before, CIF 1/4)."""
+    from relkit.survival import cumulative_incidence, kaplan_meier, nelson_aalen
+
+    t = pl.DataFrame(
+        {
+            "entry_h": [0.0, 0.0, 5.0, 0.0],
+            "stop_h": [10.0, 12.0, 5.0, 8.0],
+            "observed": [True, True, True, False],
+            "failure_mode": ["a", "a", "b", None],
+        }
+    )
+    km = kaplan_meier(t.drop("failure_mode"))
+    assert km["time_h"].to_list() == [0.0, 5.0, 8.0, 10.0, 12.0]
+    assert km["n_at_risk"].to_list() == [3, 4, 3, 2, 1]
+    np.testing.assert_allclose(
+        km["survival"].to_numpy(), [1.0, 0.75, 0.75, 0.375, 0.0], atol=1e-12
+    )
+    na = nelson_aalen(t.drop("failure_mode"))
+    assert na.filter(pl.col("time_h") == 10.0)["cumulative_hazard"][0] == (
+        pytest.approx(0.75, abs=1e-12)
+    )
+    cif = cumulative_incidence(t)
+    last = cif.group_by("failure_mode").agg(pl.all().sort_by("time_h").last())
+    by_mode = dict(zip(last["failure_mode"], last["cumulative_incidence"], strict=True))
+    assert by_mode == pytest.approx({"a": 0.75, "b": 0.25}, abs=1e-12)
+    at5 = cif.filter(pl.col("time_h") == 5.0)["cumulative_incidence"].sum()
+    assert at5 == pytest.approx(1 - 0.75, abs=1e-12)

@@ -8,7 +8,12 @@ import numpy as np
 import polars as pl
 
 from relkit.errors import InsufficientDataError
-from relkit.survival._common import MAX_ROWS, check_confidence, prepare
+from relkit.survival._common import (
+    MAX_ROWS,
+    check_confidence,
+    entry_for_risk_set,
+    prepare,
+)
 from relkit.survival._tables import split_groups
 
 __all__ = ["kaplan_meier", "nelson_aalen"]
@@ -79,17 +84,22 @@ def _curve(
         with warnings.catch_warnings(record=True):
             warnings.simplefilter("always")
             try:
+                stop = part["stop_h"].to_numpy()
+                entry = part["entry_h"].to_numpy()
+                moved = entry_for_risk_set(entry, stop)
                 f = cls(alpha=alpha, **options).fit(
-                    part["stop_h"].to_numpy(),
-                    part["observed"].to_numpy(),
-                    entry=part["entry_h"].to_numpy(),
+                    stop, part["observed"].to_numpy(), entry=moved
                 )
             except StatError as exc:
                 raise _empty_risk_set(where, key, str(exc)) from exc
         events = f.event_table
         est = f.survival_function_ if kind == "km" else f.cumulative_hazard_
         ci = f.confidence_interval_
-        at_risk = events["at_risk"].reindex(est.index, fill_value=0)
+        # the n of the estimate: lifelines' at_risk counts the units entering
+        # at t > 0, which are not at risk for failures at t (entry < t <= stop);
+        # at t = 0 the units entering then are the ones at risk
+        entering = events["entrance"].where(events.index > 0, 0)
+        at_risk = (events["at_risk"] - entering).reindex(est.index, fill_value=0)
         value = est.iloc[:, 0].to_numpy()
         lower, upper = _bracket(
             value, ci.iloc[:, 0].to_numpy(), ci.iloc[:, 1].to_numpy(), km=kind == "km"
@@ -103,6 +113,11 @@ def _curve(
                 "n_at_risk": at_risk.to_numpy().astype(np.int64),
             }
         )
+        # the instants just before a zero-length spell (its moved entry) are
+        # not times of the data: no row for them
+        shifted = moved[moved != entry]
+        if shifted.size:
+            curve = curve.filter(~pl.col("time_h").is_in(shifted.tolist()))
         curve = _thin(curve, budget)
         frames.append(
             curve.select(*(pl.lit(v).alias(c) for c, v in key.items()), pl.all())
@@ -170,8 +185,11 @@ def kaplan_meier(
     -----
     Product-limit estimator :math:`\hat S(t) = \prod_{t_j \le t} (1 - d_j/n_j)`,
     with :math:`d_j` failures at :math:`t_j` and, under left truncation,
-    :math:`n_j = \#\{i: a_i \le t_j \le t_i\}` (units that have entered and
-    not left; Klein & Moeschberger §4.6). Failures at :math:`t = 0` make
+    :math:`n_j = \#\{i: a_i < t_j \le t_i\}` (units that have entered before
+    :math:`t_j` and not left; Klein & Moeschberger §4.6), the ``n_at_risk``
+    column. A spell entering and failing at the same instant :math:`t > 0` is
+    at risk at :math:`t` (its failure was seen as observation began), as in
+    :func:`cumulative_incidence`, so the two agree. Failures at :math:`t = 0` make
     :math:`\hat S(0) < 1`. With delayed entry :math:`\hat S` is conditional on
     surviving to the earliest entry.
 
@@ -201,7 +219,7 @@ def kaplan_meier(
     │ 0.0    ┆ 0.666667 ┆ 3         │
     │ 240.0  ┆ 0.333333 ┆ 2         │
     │ 720.0  ┆ 0.333333 ┆ 1         │
-    │ 744.0  ┆ 0.333333 ┆ 1         │
+    │ 744.0  ┆ 0.333333 ┆ 0         │
     │ 1224.0 ┆ 0.333333 ┆ 1         │
     └────────┴──────────┴───────────┘
     """

@@ -58,7 +58,7 @@ import numpy as np
 import polars as pl
 
 from relkit.errors import ConvergenceError, InsufficientDataError, SchemaError
-from relkit.survival._common import check_confidence
+from relkit.survival._common import check_confidence, entry_for_risk_set
 from relkit.survival._tables import validate_survival_table
 
 __all__ = [
@@ -352,6 +352,11 @@ def _fit(fitter: Any, df: Any, *, truncated: bool, robust: bool) -> list[str]:  
     kwargs: dict[str, Any] = {"duration_col": "stop_h", "event_col": "observed"}
     if truncated:
         kwargs["entry_col"] = "entry_h"
+        df = df.assign(
+            entry_h=entry_for_risk_set(
+                df["entry_h"].to_numpy(), df["stop_h"].to_numpy()
+            )
+        )
     else:
         df = df.drop(columns=["entry_h"])
     if "_cluster" in df.columns:
@@ -625,11 +630,25 @@ def _ph_test(
     notes: list[str],
 ) -> pl.DataFrame:
     """Grambsch-Therneau test per column, rank transform; failures become a note."""
+    if "entry_h" in df.columns and bool((df["entry_h"] > 0).any()):
+        n_late = int((df["entry_h"] > 0).sum())
+        notes.append(
+            "proportional-hazards test not computed: lifelines computes the "
+            "Schoenfeld residuals it rests on only without left truncation, and "
+            f"{n_late} unit(s) entered late; compare the levels' Kaplan-Meier "
+            "curves (relkit survival --by COL), or fit the gaps (--endpoint tbf)"
+        )
+        return pl.DataFrame(schema=_PH_SCHEMA)
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         try:
             result = test(cph, df, time_transform="rank")
-        except (ValueError, np.linalg.LinAlgError, ZeroDivisionError) as exc:
+        except (
+            ValueError,
+            NotImplementedError,
+            np.linalg.LinAlgError,
+            ZeroDivisionError,
+        ) as exc:
             notes.append(f"proportional-hazards test not computed: {exc}")
             return pl.DataFrame(schema=_PH_SCHEMA)
     summary = result.summary
@@ -812,8 +831,10 @@ def logrank_statistic(
     Moeschberger [5]_ §7.3, eqs. 7.3.3-7.3.5). Left truncation enters only
     through the risk set.
     """
-    entry = np.asarray(entry_h, dtype=float)
     stop = np.asarray(stop_h, dtype=float)
+    # one risk-set rule with Kaplan-Meier and cumulative incidence: a spell
+    # entering and failing at t > 0 is at risk at t
+    entry = entry_for_risk_set(np.asarray(entry_h, dtype=float), stop)
     obs = np.asarray(observed, dtype=bool)
     labels, g = np.unique(np.asarray(group), return_inverse=True)
     k = labels.size
