@@ -15,6 +15,7 @@ import polars as pl
 from relkit import repairable
 from relkit.errors import InsufficientDataError, InvalidParameterError
 from relkit.observation import (
+    FAILURE_ATTRIBUTES,
     MIN_EXPOSURE_H,
     Observation,
     node_failures,
@@ -498,6 +499,17 @@ def mtbf_by_period(
         eager=True,
     ).to_list()
     bounds = [*starts[1:], None]
+    by = list(dict.fromkeys(by))
+    # a failure attribute (failure_mode, root_cause, ...) splits failures, not
+    # exposure: every value seen in the whole window gets a row in every
+    # period, with zero failures where it had none (else those periods vanish)
+    fail_by = [c for c in by if c in FAILURE_ATTRIBUTES]
+    win_by = [c for c in by if c not in fail_by]
+    universe = (
+        mtbf_of(obs, by=by, unit=unit, gpus_per_node=gpus_per_node).select(by).unique()
+        if fail_by
+        else None
+    )
     frames = []
     for p_start, p_end in zip(starts, bounds, strict=True):
         upper = pl.lit(p_end) if p_end is not None else pl.col("out_of_service_ts")
@@ -540,6 +552,26 @@ def mtbf_by_period(
             gpus_per_node=gpus_per_node,
             min_exposure_h=min_exposure_h,
         )
+        if universe is not None:
+            missing = universe.join(
+                part.select(by), on=by, how="anti", nulls_equal=True
+            )
+            if missing.height:
+                zero = mtbf_of(
+                    dataclasses.replace(sub, failures=sub.failures.head(0)),
+                    by=win_by,
+                    confidence=confidence,
+                    unit=unit,
+                    gpus_per_node=gpus_per_node,
+                    min_exposure_h=min_exposure_h,
+                )
+                zero = zero.drop([c for c in fail_by if c in zero.columns])
+                filled = (
+                    missing.join(zero, on=win_by, how="inner", nulls_equal=True)
+                    if win_by
+                    else missing.join(zero, how="cross")
+                )
+                part = pl.concat([part, filled], how="diagonal_relaxed")
         frames.append(
             part.with_columns(
                 period_start=pl.lit(p_start, dtype=pl.Datetime("us", "UTC")),
@@ -559,7 +591,6 @@ def mtbf_by_period(
                 [pl.col("warning"), pl.lit(note)], separator="; ", ignore_nulls=True
             )
         )
-    by = list(dict.fromkeys(by))
     return out.select(
         "period_start", "period_end", *by, pl.exclude("period_start", "period_end", *by)
     ).sort(["period_start", *by], nulls_last=True)

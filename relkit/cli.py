@@ -328,7 +328,9 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
     if args.period is not None:
         from relkit.answers import mtbf_by_period
 
-        whole = result
+        # the whole window's totals, ungrouped: a failure attribute in --by
+        # splits failures, not time at risk, so its rows' exposures overlap
+        whole = mtbf_of(obs, unit=args.unit, gpus_per_node=args.gpus_per_node)
         result = mtbf_by_period(
             obs.failures,
             obs.windows,

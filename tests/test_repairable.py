@@ -181,6 +181,34 @@ def test_mtbf_by_period_adds_up_to_the_whole_window(lanl: dict) -> None:
     assert (per["period_start"].dt.month().is_in([1, 4, 7, 10])).all()
 
 
+def test_mtbf_by_period_per_mode_keeps_quarters_without_failures(lanl: dict) -> None:
+    """Reviewer's case: by failure mode, a quarter with no failure of a mode is a
+    row with 0 failures and that quarter's node-hours (not left out), so each
+    mode's quarters add up to the whole window: facilities/chillers has 35
+    failures in 42 quarters over the fleet's 1.21e8 node-hours (mtbf_by)."""
+    whole = answers.mtbf_by(**lanl, by=["root_cause", "failure_mode"])
+    per = answers.mtbf_by_period(
+        **lanl, period="quarter", by=["root_cause", "failure_mode"]
+    )
+    n_quarters = per["period_start"].n_unique()
+    summed = per.group_by("failure_mode").agg(
+        pl.len().alias("n_rows"), pl.col("n_failures", "exposure_h").sum()
+    )
+    joined = whole.join(summed, on="failure_mode", suffix="_sum")
+    assert joined.height == whole.height
+    assert (joined["n_rows"] == n_quarters).all()
+    assert (joined["n_failures"] == joined["n_failures_sum"]).all()
+    np.testing.assert_allclose(
+        joined["exposure_h"], joined["exposure_h_sum"], rtol=1e-9
+    )
+    chillers = per.filter(pl.col("failure_mode") == "facilities/chillers")
+    assert chillers["n_failures"].sum() == 35
+    assert (chillers["n_failures"] == 0).sum() > 0
+    assert chillers.filter(pl.col("n_failures") == 0)["mtbf_h"].null_count() == (
+        chillers.filter(pl.col("n_failures") == 0).height
+    )
+
+
 def test_lanl_trend_per_system_measured(lanl: dict) -> None:
     """Measured on the bundled LANL data (node failures on each node's age clock,
     nodes pooled per system): system 2 (49 nodes, 7,104 failures) Laplace
