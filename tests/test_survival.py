@@ -896,10 +896,15 @@ def _naive_cif(table: pl.DataFrame) -> dict[tuple[str, float], float]:
     modes = table["failure_mode"].to_numpy()
     times = np.unique(stop[obs])
     kinds = sorted({m for m, o in zip(modes, obs, strict=True) if o})
-    # the docstring's risk set: entry < t <= stop, plus zero-length spells at t
+    # the docstring's risk set: entry < t <= stop; units entering at 0 are at
+    # risk at 0, and zero-length spells at their own time
     n = np.array(
         [
-            np.sum(((entry < t) | (entry == stop)) & (stop >= t) & (entry <= t))
+            np.sum(
+                ((entry < t) | (entry == 0) | (entry == stop))
+                & (entry <= t)
+                & (stop >= t)
+            )
             for t in times
         ]
     )

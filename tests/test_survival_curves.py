@@ -208,3 +208,29 @@ def test_a_failure_at_entry_counts_alike_in_km_cif_and_nelson_aalen():
     assert by_mode == pytest.approx({"a": 0.75, "b": 0.25}, abs=1e-12)
     at5 = cif.filter(pl.col("time_h") == 5.0)["cumulative_incidence"].sum()
     assert at5 == pytest.approx(1 - 0.75, abs=1e-12)
+
+
+def test_a_failure_at_age_zero_counts_out_of_everyone_at_risk():
+    """Reviewer's case (dead on arrival): three units enter at age 0, one fails
+    at 0, one at 10 h, one is censored at 20 h. By hand S(0) = 2/3, S(10) = 1/3,
+    and with one mode CIF = 1 - S: 1/3 then 2/3 (it said 1.0 at every time,
+    leaving the units entering at 0 out of the risk set at 0)."""
+    from relkit.survival import cumulative_incidence, kaplan_meier
+
+    t = pl.DataFrame(
+        {
+            "entry_h": [0.0, 0.0, 0.0],
+            "stop_h": [0.0, 10.0, 20.0],
+            "observed": [True, True, False],
+            "failure_mode": ["a", "a", None],
+        }
+    )
+    cif = cumulative_incidence(t)
+    np.testing.assert_allclose(
+        cif["cumulative_incidence"].to_numpy(), [1 / 3, 2 / 3], atol=1e-12
+    )
+    assert cif["n_at_risk"].to_list() == [3, 2]
+    km = kaplan_meier(t.drop("failure_mode"))
+    np.testing.assert_allclose(
+        km["survival"].to_numpy()[:2], [2 / 3, 1 / 3], atol=1e-12
+    )

@@ -34,7 +34,7 @@ import polars as pl
 
 from relkit.errors import InsufficientDataError, SchemaError
 from relkit.schema import require_columns
-from relkit.survival._common import check_confidence, prepare
+from relkit.survival._common import check_confidence, entry_for_risk_set, prepare
 from relkit.survival._tables import split_groups
 
 __all__ = ["cumulative_incidence", "gray_test"]
@@ -68,22 +68,20 @@ def _check_risk_set(
 
 
 def _at_risk(entry: np.ndarray, stop: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """Units at risk at each time: entry < t <= stop, plus zero-length spells at t.
+    """Units at risk at each time: entry < t <= stop, the rule of Kaplan-Meier.
 
-    A unit that entered at ``t`` is not at risk for failures at ``t`` (the
+    A unit that entered at ``t > 0`` is not at risk for failures at ``t`` (the
     counting-process risk set of Andersen et al. 1993, §III.3, as lifelines'
-    Kaplan-Meier); a censoring at ``t`` still is (failures come first). A
-    spell with ``entry_h == stop_h`` (a failure at the instant observation
-    began) is at risk at its own time, or it could fail out of an empty set.
+    Kaplan-Meier); a censoring at ``t`` still is (failures come first). Units
+    entering at 0 are at risk at 0 (a failure at age 0, dead on arrival, fails
+    out of the whole starting set, as lifelines counts it), and a spell that
+    enters and fails at the same instant ``t > 0`` is at risk at ``t``
+    (:func:`relkit.survival._common.entry_for_risk_set`).
     """
-    zero = np.sort(stop[entry == stop])
-    n = np.searchsorted(np.sort(entry), times, side="left") - np.searchsorted(
+    adjusted = entry_for_risk_set(entry, stop)
+    adjusted = np.where(entry == 0, -np.inf, adjusted)
+    return np.searchsorted(np.sort(adjusted), times, side="left") - np.searchsorted(
         np.sort(stop), times, side="left"
-    )
-    return (
-        n
-        + np.searchsorted(zero, times, side="right")
-        - np.searchsorted(zero, times, side="left")
     )
 
 
