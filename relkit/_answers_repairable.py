@@ -6,6 +6,7 @@ re-exported by :mod:`relkit.answers`.
 """
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
@@ -13,8 +14,9 @@ from typing import Literal
 import polars as pl
 
 from relkit import repairable
-from relkit.errors import InsufficientDataError, InvalidParameterError
+from relkit.errors import InsufficientDataError, InvalidParameterError, RelkitWarning
 from relkit.observation import (
+    ASSUMED_BASIS,
     FAILURE_ATTRIBUTES,
     MIN_EXPOSURE_H,
     Observation,
@@ -109,7 +111,30 @@ def repairable_frames(
             f"{n_folded} failure(s) of a node within the incident window of an "
             "earlier one were folded into it (one node failure each burst)"
         )
+    n_failures = failures.height
     failures = failures.join(windows.select("host").unique(), on="host", how="semi")
+    if n_instant := n_failures - failures.height:
+        hosts = (
+            obs.windows.filter(pl.col("exposure_h") <= 0)["host"]
+            .unique()
+            .sort()
+            .head(5)
+            .to_list()
+        )
+        notes.append(
+            f"{n_instant} failure(s) of units observed for no measurable time "
+            f"({', '.join(hosts)}) are left out: they have no time at risk"
+        )
+    # no assets: a host's window runs from its first to its last record, so it
+    # is bounded by its own records (DESIGN.md §1a)
+    bounded = (
+        obs.windows.group_by("host")
+        .agg(records_bounded=(pl.col("exit_basis") == ASSUMED_BASIS).all())
+        .filter(pl.col("records_bounded"))["host"]
+        .to_list()
+        if "exit_basis" in obs.windows.columns
+        else []
+    )
     keep_f = [c for c in fail_by if c in failures.columns]
     if clock == "age":
         units, moved = to_service_clock(windows, failures, failures.head(0))
@@ -124,6 +149,7 @@ def repairable_frames(
             _hours("observed_from_ts", CLOCK_ZERO).alias("entry_h"),
             _hours("out_of_service_ts", CLOCK_ZERO).alias("exit_h"),
             *[pl.col(c) for c in unit_by],
+            records_bounded=pl.col("host").is_in(bounded),
         )
         event_frame = moved.select(
             pl.col("host").alias("unit_id"),
@@ -140,6 +166,7 @@ def repairable_frames(
             _hours("observed_from_ts", origin).alias("entry_h"),
             _hours("out_of_service_ts", origin).alias("exit_h"),
             *[pl.col(c) for c in unit_by],
+            records_bounded=pl.col("host").is_in(bounded),
         )
         placed = failures.join(
             w.select("host", "unit_id", "observed_from_ts", "out_of_service_ts"),
@@ -159,7 +186,54 @@ def repairable_frames(
     else:
         msg = f"clock must be 'age' or 'calendar', found {clock!r}."
         raise InvalidParameterError(msg)
+    event_frame, n_origin = _drop_origins(event_frame, unit_frame)
+    if n_origin:
+        notes.append(
+            f"{n_origin} failure(s) at the start of a window bounded by its own "
+            "records (no assets: each host from its first to its last record) are "
+            "the origin of that unit's clock, not failures within it, and are not "
+            "counted"
+        )
     return event_frame, unit_frame, notes
+
+
+def _drop_origins(
+    events: pl.DataFrame, units: pl.DataFrame
+) -> tuple[pl.DataFrame, int]:
+    """Drop the failures at the entry of a records-bounded unit (its origin)."""
+    joined = events.join(
+        units.select("unit_id", "entry_h", "records_bounded"), on="unit_id", how="left"
+    )
+    origin = pl.col("records_bounded").fill_null(value=False) & (
+        (pl.col("time_h") - pl.col("entry_h")).abs() < 1e-9
+    )
+    kept = joined.filter(~origin).drop("entry_h", "records_bounded")
+    return kept, events.height - kept.height
+
+
+def _drop_terminators(
+    events: pl.DataFrame, units: pl.DataFrame
+) -> tuple[pl.DataFrame, int]:
+    """Drop one failure at the exit of each records-bounded unit.
+
+    A window that ends on its own last record ends on a failure when that
+    record is one (an events file): the unit is failure-terminated, so that
+    failure is not a random time and leaves the count while its time stays the
+    unit's end, the failure-terminated form of the Laplace and MIL-HDBK-189
+    tests per unit (MIL-HDBK-189C §5.3).
+    """
+    ends = units.filter(pl.col("records_bounded")).select("unit_id", "exit_h")
+    if ends.height == 0 or events.height == 0:
+        return events, 0
+    indexed = events.with_row_index("_row")
+    last = (
+        indexed.join(ends, on="unit_id")
+        .filter((pl.col("time_h") - pl.col("exit_h")).abs() < 1e-9)
+        .group_by("unit_id")
+        .agg(pl.col("_row").first())
+    )
+    kept = indexed.join(last.select("_row"), on="_row", how="anti").drop("_row")
+    return kept, last.height
 
 
 def _observe(
@@ -243,8 +317,22 @@ def mcf_by(
         events, assets, sources, log_spans, failure_modes,
         window_start, window_end, window_min,
     )  # fmt: skip
-    ev, units, _ = repairable_frames(obs, by=by, failure_mode=failure_mode)
-    return repairable.mean_cumulative_function(ev, units, by=by, confidence=confidence)
+    by = list(dict.fromkeys(by))
+    ev, units, notes = repairable_frames(obs, by=by, failure_mode=failure_mode)
+    for note in notes:
+        warnings.warn(note, RelkitWarning, stacklevel=2)
+    excluded = _excluded_by(restrict_to_mode(obs, failure_mode), by)
+    if n_ex := int(excluded["n_excluded"].sum()):
+        warnings.warn(
+            f"{n_ex} failure(s) outside every service window of their unit were "
+            "excluded (n_excluded); `relkit rejects --db DB` lists them",
+            RelkitWarning,
+            stacklevel=2,
+        )
+    out = repairable.mean_cumulative_function(
+        ev, units.drop("records_bounded"), by=by, confidence=confidence
+    )
+    return _with_excluded(out, excluded, by)
 
 
 def trend_by(
@@ -336,6 +424,7 @@ def trend_by(
             _n=pl.len(),
             _varies=(pl.col("entry_h").n_unique() > 1)
             | (pl.col("exit_h").n_unique() > 1),
+            records_bounded=pl.col("records_bounded").all(),
         )
         key = pl.concat_str(
             [pl.col(c).cast(pl.String).fill_null("") for c in unit_by]
@@ -352,8 +441,23 @@ def trend_by(
                 "period, so a trend may be the fleet growing or shrinking; "
                 "unit=node tests each node's own rate"
             )
-        units = fleet.select("unit_id", "entry_h", "exit_h", *unit_by)
+        units = fleet.select(
+            "unit_id", "entry_h", "exit_h", "records_bounded", *unit_by
+        )
         ev = ev.drop([c for c in unit_by if c in ev.columns])
+    ev, n_term = _drop_terminators(ev, units)
+    if n_term:
+        notes.append(
+            f"{n_term} unit(s) end on a failure at the last of their own records "
+            "(no assets): failure-terminated, so that failure is left out of the "
+            "count and its time is the unit's end (MIL-HDBK-189C §5.3)"
+        )
+    excluded = _excluded_by(restrict_to_mode(obs, failure_mode), by)
+    if n_ex := int(excluded["n_excluded"].sum()):
+        notes.append(
+            f"{n_ex} failure(s) outside every service window of their unit were "
+            "excluded (n_excluded); `relkit rejects --db DB` lists them"
+        )
     tests = repairable.trend_tests(ev, units, by=by, alpha=alpha)
     fits = repairable.crow_amsaa(ev, units, by=by, confidence=confidence)
     wide = None
@@ -393,6 +497,7 @@ def trend_by(
         separator="; ",
         ignore_nulls=True,
     )
+    out = _with_excluded(out, excluded, by)
     return out.with_columns(
         unit=pl.lit(unit),
         clock=pl.lit(use_clock),
@@ -408,9 +513,51 @@ def trend_by(
         "n_failures",
         "n_units",
         "total_time_h",
+        "n_excluded",
         "unit",
         "clock",
         "note",
+    )
+
+
+def _excluded_by(obs: Observation, by: Sequence[str]) -> pl.DataFrame:
+    """Failures outside every service window of their unit, per group of ``by``.
+
+    Grouped by the columns of ``by`` the excluded failures carry (their
+    failure attributes, and the unit attributes of their host's windows);
+    one total row when they carry none.
+    """
+    ex = obs.excluded
+    if "failure_mode" in ex.columns:
+        parts = pl.col("failure_mode").str.split_exact("/", 1)
+        ex = ex.with_columns(
+            root_cause=parts.struct.field("field_0"),
+            sub_cause=pl.coalesce(
+                parts.struct.field("field_1"), parts.struct.field("field_0")
+            ),
+        )
+    attrs = [c for c in by if c not in ex.columns and c in obs.windows.columns]
+    if attrs:
+        host_attrs = obs.windows.select("host", *attrs).unique("host", keep="first")
+        ex = ex.join(host_attrs, on="host", how="left")
+    keys = [c for c in by if c in ex.columns]
+    if not keys or keys != list(by):
+        return pl.DataFrame(
+            {"n_excluded": [ex.height]}, schema={"n_excluded": pl.Int64}
+        )
+    return ex.group_by(keys).agg(n_excluded=pl.len().cast(pl.Int64))
+
+
+def _with_excluded(
+    out: pl.DataFrame, excluded: pl.DataFrame, by: Sequence[str]
+) -> pl.DataFrame:
+    """Join ``n_excluded`` per group (the total on every row if not per group)."""
+    keys = [c for c in excluded.columns if c != "n_excluded"]
+    if not keys:
+        return out.with_columns(n_excluded=pl.lit(int(excluded["n_excluded"].sum())))
+    excluded = excluded.cast({c: out.schema[c] for c in keys if c in out.columns})
+    return out.join(excluded, on=keys, how="left", nulls_equal=True).with_columns(
+        pl.col("n_excluded").fill_null(0).cast(pl.Int64)
     )
 
 

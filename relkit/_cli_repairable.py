@@ -4,6 +4,7 @@ Argument parsing over :mod:`relkit.answers`; no logic of its own.
 """
 
 import argparse
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -58,15 +59,24 @@ def _cmd_mcf(
 ) -> int:
     from relkit.answers import mcf_by
 
-    result = mcf_by(
-        **_tables(args.db),
-        by=_columns(args.by),
-        failure_mode=args.failure_mode,
-        confidence=args.confidence,
-        window_start=parse(args.window_start, "--window-start"),
-        window_end=parse(args.window_end, "--window-end"),
-        window_min=args.window_min,
-    )
+    from relkit.errors import RelkitWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RelkitWarning)
+        result = mcf_by(
+            **_tables(args.db),
+            by=_columns(args.by),
+            failure_mode=args.failure_mode,
+            confidence=args.confidence,
+            window_start=parse(args.window_start, "--window-start"),
+            window_end=parse(args.window_end, "--window-end"),
+            window_min=args.window_min,
+        )
+    for w in caught:
+        if issubclass(w.category, RelkitWarning):
+            progress(f"note: {w.message}")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if result.height == 0:
         progress("note: no failure in any group: the MCF is 0 throughout")
     emit(result, args.format)
