@@ -58,7 +58,6 @@ def _cmd_mcf(
     args: argparse.Namespace, emit: Emit, progress: Progress, parse: ParseInstant
 ) -> int:
     from relkit.answers import mcf_by
-
     from relkit.errors import RelkitWarning
 
     with warnings.catch_warnings(record=True) as caught:
