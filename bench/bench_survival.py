@@ -54,7 +54,7 @@ from collections.abc import Callable
 import numpy as np
 import polars as pl
 
-from relkit.survival import fit_lifetime_models
+from relkit.survival import MODELS, fit_lifetime_models
 
 MODES = (
     "gpu/xid79",
@@ -158,8 +158,12 @@ def main() -> None:
     big = simulate(args.rows, 99, lognormal=False)
     rounded = big.with_columns(pl.col("entry_h", "stop_h").mul(60).round(0).truediv(60))
     rounded = rounded.filter(pl.col("stop_h") >= pl.col("entry_h"))
-    for name, table in (("all_models_rounded", rounded), ("all_models_float", big)):
-        kwargs = {"resolution_h": 1 / 60} if name.endswith("rounded") else {}
+    runs = (
+        ("default_models_float", big, {}),
+        ("all_models_rounded", rounded, {"resolution_h": 1 / 60, "models": MODELS}),
+        ("all_models_float", big, {"models": MODELS}),
+    )
+    for name, table, kwargs in runs:
         result = compare(
             name,
             lambda t=table, k=kwargs: fit_lifetime_models(t, **k),

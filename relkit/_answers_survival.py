@@ -14,6 +14,7 @@ Age is time in service (:func:`relkit.observation.to_service_clock`): a gap
 between two service windows is not age.
 """
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,7 +23,7 @@ from typing import Literal
 import polars as pl
 
 from relkit import survival
-from relkit.errors import InsufficientDataError, SchemaError
+from relkit.errors import InsufficientDataError, RelkitWarning, SchemaError
 from relkit.observation import (
     Observation,
     observe,
@@ -31,12 +32,17 @@ from relkit.observation import (
     system_incidents,
     to_service_clock,
 )
+from relkit.taxonomy import FAILURE_MODES
 
 __all__ = [
     "ENDPOINTS",
+    "GPU_COMPONENTS",
     "EndpointTable",
+    "GPUFailures",
     "endpoint_table",
     "first_failure_survival",
+    "gpu_failures",
+    "gpu_mode",
     "survival_by",
     "survival_table",
     "time_between_failures",
@@ -48,8 +54,156 @@ Unit = Literal["node", "gpu", "system"]
 #: The survival endpoints, as ``--endpoint`` spells them.
 ENDPOINTS: tuple[str, ...] = ("tbf", "first-failure", "removal")
 
-#: A GPU-level failure: a mode of this family that names a device.
-GPU_MODE_PREFIX = "gpu/"
+#: The taxonomy's components (:data:`relkit.taxonomy.FAILURE_MODES`) that are
+#: parts of a GPU: a failure of a mode with one of them is a failure of a GPU.
+GPU_COMPONENTS: tuple[str, ...] = tuple(
+    sorted(
+        c
+        for c in FAILURE_MODES["component"].drop_nulls().unique().to_list()
+        if c.startswith("GPU") or c == "NVLink"
+    )
+)
+_TAXONOMY_MODES = FAILURE_MODES["failure_mode"].to_list()
+_GPU_TAXONOMY_MODES = FAILURE_MODES.filter(pl.col("component").is_in(GPU_COMPONENTS))[
+    "failure_mode"
+].to_list()
+#: A mode outside the taxonomy names a GPU when ``gpu`` is one of the words
+#: of its name (``gpu/...``, ``hardware/gpu_hbm``, ``hardware/gpu_off_bus``).
+_GPU_WORD = r"(^|[^a-z0-9])gpus?([^a-z0-9]|$)"
+
+
+def gpu_mode(column: str = "failure_mode") -> pl.Expr:
+    """Select the failure modes that are failures of a GPU (one rule for relkit).
+
+    Parameters
+    ----------
+    column : str, default "failure_mode"
+        The column of failure modes (lower-case strings, ``root/sub``).
+
+    Returns
+    -------
+    pl.Expr
+        Boolean: True for a GPU mode, False otherwise (null mode: False).
+
+    Notes
+    -----
+    A mode of relkit's taxonomy (:data:`relkit.taxonomy.FAILURE_MODES`) is a
+    GPU mode when its ``component`` is a part of a GPU
+    (:data:`GPU_COMPONENTS`: GPU, GPU HBM, GPU SRAM, GPU System Processor,
+    NVLink, ...); NVSwitch, NIC port, CPU and host memory modes are not, even
+    when their events name a PCI device, a netdev, a CPU or a memory
+    controller. A mode outside the taxonomy (a user's own events file, e.g.
+    the README's ``hardware/gpu_hbm``) is a GPU mode when ``gpu`` is a word of
+    its name (``gpu/...``, ``hardware/gpu_off_bus``), since relkit knows
+    nothing else about it.
+
+    Examples
+    --------
+    >>> modes = pl.DataFrame(
+    ...     {
+    ...         "failure_mode": [
+    ...             "gpu/hbm_uncorrectable",
+    ...             "nvswitch/sxid",
+    ...             "host/mce",
+    ...             "hardware/gpu_hbm",
+    ...             "network/nic",
+    ...         ]
+    ...     }
+    ... )
+    >>> modes.select(gpu_mode())["failure_mode"].to_list()
+    [True, False, False, True, False]
+    """
+    mode = pl.col(column)
+    in_taxonomy = mode.is_in(_TAXONOMY_MODES)
+    return (
+        pl.when(in_taxonomy)
+        .then(mode.is_in(_GPU_TAXONOMY_MODES))
+        .otherwise(mode.str.to_lowercase().str.contains(_GPU_WORD))
+        .fill_null(value=False)
+    )
+
+
+@dataclass(frozen=True)
+class GPUFailures:
+    """Failures split by the GPU rule (:func:`gpu_failures`).
+
+    Parameters
+    ----------
+    failures : pl.DataFrame
+        The failures of GPU modes that name their device: the ones a GPU
+        (``host`` + ``device``) can be charged with.
+    no_device : pl.DataFrame
+        Failures of GPU modes with no device: a GPU of the host failed, but
+        which one is unknown.
+    n_other_modes : int
+        Failures of modes that are not GPU modes (network, NVSwitch, host,
+        software...): they are per node.
+    """
+
+    failures: pl.DataFrame
+    no_device: pl.DataFrame
+    n_other_modes: int
+
+    @property
+    def note(self) -> str | None:
+        """Say what the rule left out, with the numbers; None when nothing."""
+        parts = []
+        if self.n_other_modes:
+            parts.append(
+                f"{self.n_other_modes} failure(s) of non-GPU modes (network, "
+                "NVSwitch, host, software...)"
+            )
+        if self.no_device.height:
+            parts.append(
+                f"{self.no_device.height} GPU failure(s) with no device (on "
+                f"{self.no_device['host'].n_unique()} host(s), e.g. "
+                f"{self.no_device['host'].unique().sort().head(3).to_list()})"
+            )
+        if not parts:
+            return None
+        return (
+            "; ".join(parts)
+            + " are not counted per GPU: --unit node counts them (library: "
+            "unit='node')"
+        )
+
+
+def gpu_failures(failures: pl.DataFrame) -> GPUFailures:
+    """Split failures into GPU failures with a device and the rest.
+
+    Parameters
+    ----------
+    failures : pl.DataFrame
+        Failures with ``host``, ``failure_mode`` and ``device`` (null when
+        the event names none).
+
+    Returns
+    -------
+    GPUFailures
+        The failures of GPU modes (:func:`gpu_mode`) that name a device, those
+        that name none, and the number of failures of other modes.
+
+    Raises
+    ------
+    SchemaError
+        If ``failures`` lacks ``host``, ``failure_mode`` or ``device``.
+    """
+    if missing := [
+        c for c in ("host", "failure_mode", "device") if c not in failures.columns
+    ]:
+        msg = (
+            f"gpu_failures: failures lack column(s) {missing}; they have "
+            f"{failures.columns}."
+        )
+        raise SchemaError(msg)
+    is_gpu = failures.select(gpu_mode())["failure_mode"]
+    on_gpu = failures.filter(is_gpu)
+    has_device = on_gpu["device"].is_not_null()
+    return GPUFailures(
+        failures=on_gpu.filter(has_device),
+        no_device=on_gpu.filter(~has_device),
+        n_other_modes=failures.height - on_gpu.height,
+    )
 
 
 def _unique(by: Sequence[str]) -> list[str]:
@@ -72,7 +226,11 @@ class EndpointTable:
         Counts per group, each frame with some ``by`` keys and ``n_*``
         columns (``n_origin_unknown`` and the endpoint's own).
     n_node_level : int
-        Failures naming no GPU, left out of ``unit="gpu"`` answers.
+        Failures of non-GPU modes (:func:`gpu_mode`), left out of
+        ``unit="gpu"`` answers.
+    n_gpu_no_device : int
+        Failures of GPU modes that name no device, left out of ``unit="gpu"``
+        answers (which GPU failed is unknown).
     resolution_h : float or None
         Resolution of the time stamps of the failures (and earlier failures)
         that built the table (:func:`relkit.survival.timestamp_resolution_h`),
@@ -84,6 +242,7 @@ class EndpointTable:
     counts: tuple[pl.DataFrame, ...]
     n_node_level: int = 0
     resolution_h: float | None = None
+    n_gpu_no_device: int = 0
 
 
 def _resolved_unit(endpoint: str, unit: str | None) -> str:
@@ -105,16 +264,13 @@ def _resolved_unit(endpoint: str, unit: str | None) -> str:
 
 
 def _gpu_level() -> pl.Expr:
-    """Select failures of a ``gpu/`` mode that name their device."""
-    return (
-        pl.col("failure_mode").str.starts_with(GPU_MODE_PREFIX)
-        & pl.col("device").is_not_null()
-    )
+    """Select failures of a GPU mode (:func:`gpu_mode`) that name their device."""
+    return gpu_mode() & pl.col("device").is_not_null()
 
 
 def _on_gpus(
     obs: Observation, failure_mode: str | None
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, int]:
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame, pl.DataFrame, GPUFailures]:
     """Windows, failures, prior failures and exclusions with GPUs as units.
 
     A GPU is ``host:device``. With per-GPU assets its windows are its own;
@@ -122,14 +278,16 @@ def _on_gpus(
     those named by a failure carry their device, the others are named
     ``host:#k`` and never fail.
     """
-    failures = obs.failures.filter(_gpu_level())
-    n_node = obs.failures.height - failures.height
+    split = gpu_failures(obs.failures)
+    failures = split.failures
     if failure_mode is not None and failures.height == 0:
-        msg = (
-            f"mode {failure_mode!r} is not a GPU-level mode (no failure of it "
-            f"names a GPU): its {n_node} failure(s) are per node. Use --unit node "
-            "(library: unit='node')."
+        what = (
+            f"is not a GPU mode: its {split.n_other_modes} failure(s) are per node"
+            if split.n_other_modes
+            else f"names no device in its {split.no_device.height} failure(s), so "
+            "no GPU can be charged with them"
         )
+        msg = f"mode {failure_mode!r} {what}. Use --unit node (library: unit='node')."
         raise SchemaError(msg)
     prior = obs.prior_failures.filter(_gpu_level())
     excluded = obs.excluded.filter(_gpu_level())
@@ -171,7 +329,7 @@ def _on_gpus(
         failures.with_columns(key),
         prior.with_columns(key),
         excluded.with_columns(key),
-        n_node,
+        split,
     )
 
 
@@ -234,6 +392,51 @@ def _tbf_endpoint(
     table = survival.build_tbf_table(both, windows, with_origin=True, **args)
     excluded = survival.build_tbf_exclusions(both, windows, **args)
     return table, excluded
+
+
+#: Reason of :func:`relkit.survival.build_tbf_exclusions` for a failure that
+#: is the first record of a unit with no known start: the origin of its clock.
+_ORIGIN_REASON = "first gap of a unit that entered observation at this failure"
+
+
+def _split_origin_failures(
+    tbf_excl: pl.DataFrame, windows: pl.DataFrame, by: list[str]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Take the failures that are the origin of a unit's clock out of exclusions.
+
+    A unit whose window starts at its first record (no install date; with no
+    assets, each host from its first to its last record) starts its clock at
+    that record; when the record is a failure, it begins the unit's first gap
+    and is no gap itself. A host whose only records are one instant (a window
+    of zero length) has no gap at all; its failures are origins too. Neither
+    is a failure outside a service window (``relkit rejects`` lists none of
+    them), so they are counted as ``n_origin_failures``, not ``n_excluded``.
+
+    Returns
+    -------
+    tuple
+        ``(exclusions without them, counts)``: ``counts`` has ``*by`` (those
+        the exclusions carry) and ``n_origin_failures``.
+    """
+    positive = windows.filter(pl.col("exposure_h") > 0)["host"].unique()
+    instant = windows.filter(
+        (pl.col("exposure_h") <= 0) & ~pl.col("host").is_in(positive.implode())
+    )["host"].unique()
+    is_origin = (pl.col("reason") == _ORIGIN_REASON) | (
+        (pl.col("reason") == "failure of a node not in assets")
+        & pl.col("unit_id").is_in(instant.implode())
+    )
+    origins = tbf_excl.filter(is_origin)
+    keys = [c for c in by if c in origins.columns]
+    counts = (
+        origins.group_by(keys).agg(n_origin_failures=pl.col("n").sum().cast(pl.Int64))
+        if keys
+        else pl.DataFrame(
+            {"n_origin_failures": [int(origins["n"].sum())]},
+            schema={"n_origin_failures": pl.Int64},
+        )
+    )
+    return tbf_excl.filter(~is_origin), counts
 
 
 def _first_failure_endpoint(
@@ -436,9 +639,20 @@ def endpoint_table(
     )
     split_by(by, obs.windows, obs.failures, attributes=obs.attributes)
     obs = restrict_to_mode(obs, failure_mode)
-    n_node = 0
+    n_node = n_no_device = 0
     if unit == "gpu":
-        windows, failures, prior, excluded, n_node = _on_gpus(obs, failure_mode)
+        windows, failures, prior, excluded, split = _on_gpus(obs, failure_mode)
+        n_node, n_no_device = split.n_other_modes, split.no_device.height
+        if n_no_device:
+            warnings.warn(
+                f"{n_no_device} GPU failure(s) name no device (on "
+                f"{split.no_device['host'].n_unique()} host(s), e.g. "
+                f"{split.no_device['host'].unique().sort().head(3).to_list()}) "
+                "and are not counted per GPU (n_gpu_no_device): which GPU failed "
+                "is unknown; --unit node counts them.",
+                RelkitWarning,
+                stacklevel=2,
+            )
     else:
         windows, failures, prior = obs.windows, obs.failures, obs.prior_failures
         excluded = obs.excluded
@@ -447,8 +661,10 @@ def endpoint_table(
             obs, windows, failures, prior, by=by, unit=unit, window_end=window_end
         )
         unknown = table.filter(~pl.col("origin_known"))
+        tbf_excl, origins = _split_origin_failures(tbf_excl, obs.windows, by)
         counts: tuple[pl.DataFrame, ...] = (
             _per_group(unknown, by, "n_origin_unknown"),
+            origins,
         )
         excl = (
             tbf_excl.filter(pl.all_horizontal(pl.col(by).is_not_null()))
@@ -481,6 +697,7 @@ def endpoint_table(
         excluded=excl,
         counts=counts,
         n_node_level=n_node,
+        n_gpu_no_device=n_no_device,
         resolution_h=survival.timestamp_resolution_h(stamps) if stamps.len() else None,
     )
 
@@ -521,9 +738,11 @@ def survival_by(
         (:func:`relkit.observation.restrict_to_mode`: a mode such as
         ``gpu/hang``, or a root cause such as ``gpu`` for all of its modes).
     all_models : bool, default False
-        Every model's row per group (:func:`relkit.survival.fit_lifetime_models`),
-        ranked by AIC, instead of one row per group with the best model
-        (:func:`relkit.survival.fit_lifetimes`).
+        All six models' rows per group (:data:`relkit.survival.MODELS`:
+        :func:`relkit.survival.fit_lifetime_models`, adding gamma and
+        generalized gamma), ranked by AIC, instead of one row per group with the
+        best of the four default models (:data:`relkit.survival.DEFAULT_MODELS`,
+        :func:`relkit.survival.fit_lifetimes`).
     window_start : datetime, optional
         Start of observation (UTC): a unit's last failure before it is the
         origin of its first gap (``"tbf"``); a unit that failed before it is
@@ -545,8 +764,11 @@ def survival_by(
         gaps measured from the tracking start of units with no known start,
         left-truncated there, a forward-recurrence time exact only under a
         constant hazard; ages: units left out because their age is unknown),
-        ``n_excluded`` (failures outside every window of their unit, see
-        :func:`relkit.answers.excluded_failures`), ``n_node_level``
+        ``n_origin_failures`` (``"tbf"`` only: failures that are the first
+        record of a unit with no known start, the origin of its first gap and
+        no gap themselves), ``n_excluded`` (failures outside every window of
+        their unit, see :func:`relkit.answers.excluded_failures`),
+        ``n_node_level``
         (``unit="gpu"``: failures naming no GPU, left out), ``resolution_h``
         (the resolution of the failures' time stamps, h, e.g. 1/60 for LANL's
         minute stamps: zero-length gaps are interval-censored in
@@ -590,10 +812,11 @@ def survival_by(
       competing exit, assumed independent); a unit still in service is
       censored at its age at the end of data
       (:func:`relkit.survival.build_removal_table`).
-    - ``unit="gpu"``: a GPU is ``host:device``; only GPU-level failures count
-      (modes ``gpu/...`` naming a device); failures of other modes (network,
-      NVSwitch, host) are node-level, left out and counted in
-      ``n_node_level`` (use ``unit="node"`` for them). With node assets a
+    - ``unit="gpu"``: a GPU is ``host:device``; only failures of GPU modes
+      (:func:`gpu_mode`) naming a device count; failures of other modes
+      (network, NVSwitch, host, software) are node-level, left out and
+      counted in ``n_node_level``, and GPU failures naming no device are left
+      out with a warning (use ``unit="node"`` for them). With node assets a
       host's ``gpus`` GPUs share its windows.
 
     References
@@ -621,7 +844,9 @@ def survival_by(
     table = built.table.drop("origin_known", "exit", strict=False)
     extra = {"resolution_h": built.resolution_h}
     if all_models:
-        fits = survival.fit_lifetime_models(table, by=by, **extra)
+        fits = survival.fit_lifetime_models(
+            table, by=by, models=survival.MODELS, **extra
+        )
         if "rank" not in fits.columns:
             ok = pl.col("status").str.starts_with("ok")
             rank = pl.when(ok).then(pl.col("aic")).rank("ordinal")

@@ -183,8 +183,8 @@ def add_survival_verbs(
         "--all-models",
         action="store_true",
         help="print all six models' rows per group (exponential, Weibull, log-normal, "
-        "log-logistic, gamma, generalized gamma), ranked by AIC (default: the best "
-        "model per group)",
+        "log-logistic, gamma, generalized gamma), ranked by AIC (default: one row "
+        "per group, the best of the first four)",
     )
     p.add_argument(
         "--window-start",

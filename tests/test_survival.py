@@ -319,11 +319,18 @@ def test_ref_c15_degenerate_fits_per_mode():
     r = rows["xid48"]
     assert (r["n_units"], r["n_failures"]) == (8, 5)
     # five failures cannot pin the generalized gamma's three parameters: its
-    # Hessian is singular, it is marked and left out, the others rank
-    assert r["status"] == (
-        "ok; gengamma: no_interior_maximum (generalized gamma: standard errors "
-        "not finite)"
+    # Hessian is singular, it is marked and left out, the others rank (it is
+    # not a default model: only fit_lifetime_models(models=MODELS) fits it)
+    assert r["status"] == "ok"
+    six = fit_lifetime_models(
+        c15_table().filter(pl.col("mode") == "xid48"), models=survival.MODELS
     )
+    gengamma = six.filter(pl.col("model") == "gengamma").row(0, named=True)
+    assert gengamma["status"] == (
+        "no_interior_maximum (generalized gamma: standard errors not finite)"
+    )
+    assert gengamma["rank"] is None
+    assert six["rank"].drop_nulls().sort().to_list() == [1, 2, 3, 4, 5]
     assert 0.3 < r["weibull_shape"] < 5
     assert 100 < r["weibull_scale_h"] < 5000
     assert r["best_model"] in survival.MODELS
@@ -564,9 +571,9 @@ def test_ref_model_density_matches_scipy():
 def test_model_density_from_fits_by_group():
     """model_density consumes fit_lifetime_models output and skips failed fits:
     xid48 has 5 ok fits of the six (gengamma has no interior maximum), 20
-    points each."""
+    points each; the other modes have none (fewer than 2 failures)."""
     table = c15_table()
-    fits = fit_lifetime_models(table, by=["mode"])
+    fits = fit_lifetime_models(table, by=["mode"], models=survival.MODELS)
     dens = model_density(table, fits, by=["mode"], n_points=20)
     assert dens["mode"].unique().to_list() == ["xid48"]
     assert dens.height == 5 * 20

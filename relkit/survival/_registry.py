@@ -180,13 +180,19 @@ MODELS: tuple[Model, ...] = (
     "gengamma",
 )
 
-#: The models fitted by default: all six. Fits maximise the likelihood with
-#: scipy (:mod:`relkit.survival._mle`); on LANL system 2's per-node gaps
-#: (7,153 spells, 7 of length 0) the six models with their zero-dropped
-#: refits took 0.28 s, 1.5x one lifelines ``WeibullFitter`` on the same rows
-#: (0.19 s), where lifelines' own gamma and generalized gamma took ~67 s and
-#: 12-18 s.
-DEFAULT_MODELS: tuple[Model, ...] = MODELS
+#: The models fitted by default: the four with closed-form likelihoods. Gamma
+#: and generalized gamma need the incomplete gamma function (and a numerical
+#: derivative in their shape) at every spell: on 10^5 left-truncated spells
+#: they take 5-7 s each against under 1 s for each of the four, so per-mode
+#: fits of 10^5 units x 8 modes took 177 s with all six and would not meet
+#: issue 12's 60 s. ``models=MODELS`` (``relkit survival --all-models``)
+#: ranks all six; on LANL system 2's 7,153 per-node gaps the six took 0.28 s.
+DEFAULT_MODELS: tuple[Model, ...] = (
+    "exponential",
+    "weibull",
+    "lognormal",
+    "loglogistic",
+)
 
 _Q_ZERO = 1e-8  # |Q| below this: the generalized gamma is the log-normal
 
