@@ -645,7 +645,14 @@ def mtbf_by_period(
         interval=PERIODS[period],
         eager=True,
     ).to_list()
-    bounds = [*starts[1:], None]
+    # data ending exactly on a boundary open no period there (its [end, end)
+    # would hold nothing); the last period holds its end instant instead
+    if len(starts) > 1 and starts[-1] == last:
+        starts = starts[:-1]
+    final_end = pl.select(
+        pl.lit(starts[-1], dtype=pl.Datetime("us", "UTC")).dt.offset_by(PERIODS[period])
+    ).item()
+    bounds = [*starts[1:], final_end]
     by = list(dict.fromkeys(by))
     # a failure attribute (failure_mode, root_cause, ...) splits failures, not
     # exposure: every value seen in the whole window gets a row in every
@@ -658,20 +665,26 @@ def mtbf_by_period(
         else None
     )
     frames = []
-    for p_start, p_end in zip(starts, bounds, strict=True):
-        upper = pl.lit(p_end) if p_end is not None else pl.col("out_of_service_ts")
+    for i, (p_start, p_end) in enumerate(zip(starts, bounds, strict=True)):
+        is_first, is_last = i == 0, i == len(starts) - 1
+        # in service during the period: a window overlapping it for some time,
+        # or a window of one instant inside it (the last period holds its end);
+        # a window that ended at the period's start is not in it
+        instant = pl.col("out_of_service_ts") == pl.col("observed_from_ts")
+        at_start = pl.col("observed_from_ts") >= p_start
+        before_end = (
+            pl.col("observed_from_ts") <= p_end
+            if is_last
+            else pl.col("observed_from_ts") < p_end
+        )
+        overlaps = (pl.col("out_of_service_ts") > p_start) & (
+            pl.col("observed_from_ts") < p_end
+        )
         clipped = (
-            w.filter(
-                (pl.col("out_of_service_ts") >= p_start)
-                & (
-                    pl.col("observed_from_ts") < p_end
-                    if p_end is not None
-                    else pl.lit(value=True)
-                )
-            )
+            w.filter(overlaps | (instant & at_start & before_end))
             .with_columns(
                 observed_from_ts=pl.max_horizontal("observed_from_ts", pl.lit(p_start)),
-                out_of_service_ts=pl.min_horizontal("out_of_service_ts", upper),
+                out_of_service_ts=pl.min_horizontal("out_of_service_ts", pl.lit(p_end)),
             )
             .with_columns(
                 exposure_h=pl.max_horizontal(
@@ -683,11 +696,19 @@ def mtbf_by_period(
                 )
             )
         )
-        inside = pl.col("ts") >= p_start
-        if p_end is not None:
-            inside &= pl.col("ts") < p_end
+        inside = (pl.col("ts") >= p_start) & (
+            pl.col("ts") <= p_end if is_last else pl.col("ts") < p_end
+        )
+        # excluded failures by their time; those before the first or after the
+        # last period count in it, so the periods add up to the whole window
+        ex_inside = (pl.lit(is_first) | (pl.col("ts") >= p_start)) & (
+            pl.lit(is_last) | (pl.col("ts") < p_end)
+        )
         sub = dataclasses.replace(
-            obs, windows=clipped, failures=obs.failures.filter(inside)
+            obs,
+            windows=clipped,
+            failures=obs.failures.filter(inside),
+            excluded=obs.excluded.filter(ex_inside),
         )
         if clipped.height == 0 and sub.failures.height == 0:
             continue
@@ -719,6 +740,16 @@ def mtbf_by_period(
                     else missing.join(zero, how="cross")
                 )
                 part = pl.concat([part, filled], how="diagonal_relaxed")
+        if is_last and last < p_end:
+            cut = (
+                f"observation ends at {last:%Y-%m-%dT%H:%MZ}, before this "
+                f"{period} ends: a partial {period}"
+            )
+            part = part.with_columns(
+                warning=pl.concat_str(
+                    [pl.col("warning"), pl.lit(cut)], separator="; ", ignore_nulls=True
+                )
+            )
         frames.append(
             part.with_columns(
                 period_start=pl.lit(p_start, dtype=pl.Datetime("us", "UTC")),
