@@ -332,3 +332,109 @@ def test_synthetic_node_mode_refused_per_gpu(
 ) -> None:
     with pytest.raises(SchemaError, match="--unit node"):
         answers.survival_by(**synthetic, unit="gpu", failure_mode="network/link_down")
+
+
+def test_tbf_origin_failures_are_not_exclusions(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Events only (the reviewer's c1 events, no assets): each host's window runs
+    from its first record, a failure. By hand: the first failures of n1, n2, n3
+    and n4 begin their hosts' first gaps (4), and n9's one failure is a window
+    of one instant (1): 5 origins. None is outside a service window (relkit mtbf
+    and relkit rejects say 0), so n_excluded is 0 and n_origin_failures 5, and
+    stderr does not send the reader to relkit rejects (it claimed 5 before)."""
+    from relkit.cli import main as cli_main
+
+    events = tmp_path / "events.csv"
+    events.write_text(
+        "ts,host,failure_mode,device\n"
+        "2025-01-10 00:00:00,n1,hardware/gpu_hbm,0\n"
+        "2025-01-10 00:00:00,n1,hardware/gpu_hbm,0\n"
+        "2025-02-05 00:00:00,n1,hardware/gpu_hbm,1\n"
+        "2025-03-01 00:00:00,n1,software/driver,\n"
+        "2025-01-15 00:00:00,n2,hardware/gpu_hbm,2\n"
+        "2025-02-10 00:00:00,n2,hardware/gpu_hbm,2\n"
+        "2025-02-15 00:00:00,n3,hardware/gpu_hbm,0\n"
+        "2025-03-10 00:00:00,n3,software/driver,\n"
+        "2025-01-30 00:00:00,n4,hardware/gpu_hbm,3\n"
+        "2025-02-20 00:00:00,n4,hardware/gpu_hbm,3\n"
+        "2025-02-25 00:00:00,n9,hardware/gpu_hbm,0\n"
+    )
+    db = str(tmp_path / "na.duckdb")
+    ingest = ["ingest", "--db", db, "--kind", "events", "--tz", "UTC"]
+    assert cli_main([*ingest, "--as-of", "2025-04-01T00:00Z", str(events)]) == 0
+    capsys.readouterr()
+    args = ["survival", "--db", db, "--endpoint", "tbf", "--unit", "node"]
+    assert cli_main([*args, "--format", "json"]) == 0
+    out = capsys.readouterr()
+    rows = json.loads(out.out)
+    assert {r["n_excluded"] for r in rows} == {0}
+    assert {r["n_origin_failures"] for r in rows} == {5}
+    assert "relkit rejects" not in out.err
+
+
+def test_gpu_mode_is_one_rule_from_the_taxonomy_and_the_name() -> None:
+    """Taxonomy modes by component; a user's own modes by the word ``gpu``.
+
+    By hand from relkit.taxonomy.FAILURE_MODES: gpu/hbm_uncorrectable (GPU
+    HBM), gpu/nvlink (NVLink) are GPU parts; nvswitch/sxid (NVSwitch),
+    network/link_down (NIC port), host/mce (CPU), host/memory_ue (host
+    memory) are not, nor gpu/application_error (component: application). The
+    README's hardware/gpu_hbm and hardware/gpu_off_bus are not in the
+    taxonomy and name a GPU; network/nic and software/driver do not.
+    """
+    from relkit.answers import gpu_failures, gpu_mode
+
+    modes = [
+        "gpu/hbm_uncorrectable",
+        "gpu/nvlink",
+        "nvswitch/sxid",
+        "network/link_down",
+        "host/mce",
+        "host/memory_ue",
+        "gpu/application_error",
+        "hardware/gpu_hbm",
+        "hardware/gpu_off_bus",
+        "network/nic",
+        "software/driver",
+    ]
+    got = pl.DataFrame({"failure_mode": modes}).select(gpu_mode())
+    assert got["failure_mode"].to_list() == [
+        True, True, False, False, False, False, False, True, True, False, False,
+    ]  # fmt: skip
+    split = gpu_failures(
+        pl.DataFrame(
+            {
+                "host": ["a", "a", "b", "b"],
+                "failure_mode": ["gpu/hang", "gpu/hang", "host/mce", "network/nic"],
+                "device": ["0000:18:00", None, "cpu30", "0000:53:00 enp83s0np0"],
+            }
+        )
+    )
+    assert (split.failures.height, split.no_device.height) == (1, 1)
+    assert split.n_other_modes == 2
+    assert split.note is not None
+    assert split.note.startswith("2 failure(s) of non-GPU modes")
+    assert "1 GPU failure(s) with no device" in split.note
+
+
+def test_readme_examples_first_failure_per_gpu(tmp_path: Path) -> None:
+    """``survival --unit gpu --endpoint first-failure`` on the README examples.
+
+    It exited 1 ("7 failure(s) name no GPU") though three failures are
+    hardware/gpu_hbm or hardware/gpu_off_bus on a PCI device. By hand: 6 hosts
+    x 8 GPUs = 48 units; 3 first failures (gpu001 0000:3b:00, gpu003
+    0000:5d:00, gpu004 0000:9b:00); 4 node-level (network/nic,
+    software/driver, hardware/host_memory, network/switch_cable).
+    """
+    root = Path(__file__).resolve().parents[1] / "datasets" / "examples"
+    db = tmp_path / "ex.duckdb"
+    with Store(db) as store:
+        read_file(store, root / "assets.csv", kind="assets")
+        read_file(store, root / "events.csv", kind="events", tz="UTC")
+    with Store(db, read_only=True) as store:
+        tables = answers.store_tables(store)
+    fits = answers.survival_by(**tables, endpoint="first-failure", unit="gpu").row(
+        0, named=True
+    )
+    assert (fits["n_units"], fits["n_failures"], fits["n_node_level"]) == (48, 3, 4)
