@@ -298,7 +298,9 @@ def mcf_by(
     pl.DataFrame
         As :func:`relkit.repairable.mean_cumulative_function`: ``*by, time_h,
         mcf, lower, upper, std_error, n_at_risk`` with ``time_h`` the age in
-        service (hours).
+        service (hours), and ``n_excluded`` (failures outside every service
+        window of their unit, per group where they carry its columns, else the
+        total; a :class:`~relkit.errors.RelkitWarning` says how many).
 
     Raises
     ------
@@ -388,7 +390,11 @@ def trend_by(
         ``<test>_p_value`` and ``<test>_direction``; the Crow-AMSAA columns
         ``beta, beta_lower, beta_upper, lambda_per_h_beta, current_mtbf_h,
         current_mtbf_lower_h, current_mtbf_upper_h, at_age_h``; then
-        ``n_failures, n_units, total_time_h, unit, clock`` and ``note``.
+        ``n_failures, n_units, total_time_h, n_excluded, unit, clock`` and
+        ``note``. With no assets a unit's window is bounded by its own records:
+        a failure at its start is its clock's origin, and one at its end makes
+        it failure-terminated (left out of ``n_failures``, its time the unit's
+        end; MIL-HDBK-189C §5.3); ``note`` says how many.
 
     Raises
     ------
