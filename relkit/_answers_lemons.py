@@ -7,6 +7,7 @@ from typing import Literal
 
 import polars as pl
 
+from relkit._answers_survival import gpu_failures
 from relkit.errors import InsufficientDataError, RelkitWarning
 from relkit.observation import LOG_WINDOW_MIN, observe, restrict_to_mode, split_by
 from relkit.repairable import DEFAULT_FDR, lemon_units
@@ -60,7 +61,13 @@ def lemons(
         (:func:`relkit.observation.restrict_to_mode`: a mode such as
         ``gpu/hang``, or a root cause such as ``gpu`` for all of its modes).
     unit : {"node", "gpu"}, default "node"
-        Test hosts, or GPUs (host + device).
+        Test hosts, or GPUs (host + device). With ``"gpu"`` only failures of
+        GPU modes count (the rule of ``relkit survival --unit gpu``,
+        :func:`relkit.answers.gpu_mode`); failures of other modes are left
+        out with a warning giving their number. A GPU failure naming no
+        device counts in the fleet rate, but the GPUs of its host are not
+        tested (which one failed is unknown; warned). The units are each
+        host's ``gpus`` GPUs.
     fdr : float, default 0.05
         False-discovery rate (Benjamini-Hochberg) at which a unit is a lemon.
     within : sequence of str, default ("system",)
@@ -146,6 +153,26 @@ def lemons(
             "lemon; ingest the failure logs (relkit ingest)."
         )
         raise InsufficientDataError(msg)
+    if unit == "gpu":
+        # one rule with relkit survival --unit gpu: failures of GPU modes only;
+        # those naming no device are handled (and said) by lemon_units
+        split = gpu_failures(failures)
+        failures = pl.concat([split.failures, split.no_device])
+        if split.n_other_modes:
+            warnings.warn(
+                f"{split.n_other_modes} failure(s) of non-GPU modes (network, "
+                "NVSwitch, host, software...) are not counted per GPU: --unit "
+                "node counts them.",
+                RelkitWarning,
+                stacklevel=2,
+            )
+        if failures.height == 0:
+            msg = (
+                f"none of the {split.n_other_modes} failure(s) is of a GPU mode "
+                "(e.g. gpu/..., hardware/gpu_hbm), so no GPU can be a lemon; use "
+                "--unit node (library: unit='node')."
+            )
+            raise InsufficientDataError(msg)
     windows = obs.windows.filter(pl.col("exposure_h") > 0)
     per_device = windows["device"].is_not_null().any()
     node_by = ["host", *[c for c in within if c != "host"]]

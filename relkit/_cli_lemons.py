@@ -64,9 +64,11 @@ def _cmd_lemons(
     n_lemons = int(out["lemon"].sum())
     what = "GPU(s)" if args.unit == "gpu" else "node(s)"
     pairs = " (unit, mode) pairs" if args.by_mode else ""
+    # GPUs that never failed have no device name: tested but not listed
+    done = "listed" if args.unit == "gpu" else "tested"
     progress(
-        f"{out.height} {what}{pairs} tested, {n_lemons} lemon(s) at q <= {args.fdr:g} "
-        "(exact Poisson tail, Benjamini-Hochberg)"
+        f"{out.height} {what}{pairs} {done}, {n_lemons} lemon(s) at q <= "
+        f"{args.fdr:g} (exact Poisson tail, Benjamini-Hochberg)"
     )
     if args.lemons_only:
         out = out.filter(pl.col("lemon"))

@@ -303,6 +303,7 @@ def lemon_units(
 
     # fold bursts per unit (any mode), then keep failures on units at risk
     fkeys = [*within, *keys]
+    host_keys = [*within, "host"]
     f = failures.select(
         *dict.fromkeys(
             [
@@ -327,16 +328,27 @@ def lemon_units(
             RelkitWarning,
             stacklevel=2,
         )
-    if per_device_exposure or unit == "node":
-        on_units = f.join(
-            exp.select(*within, *e_keys), on=[*within, *e_keys], how="semi"
+    # null keys (a host with no rack) are a group of their own, as in mtbf --by
+    at_risk_hosts = exp.select(host_keys).unique()
+    if per_device_exposure:
+        named_f = f.filter(pl.col("device").is_not_null()).join(
+            exp.select(*within, *e_keys),
+            on=[*within, *e_keys],
+            how="semi",
+            nulls_equal=True,
         )
+        nodev_f = f.filter(pl.col("device").is_null()).join(
+            at_risk_hosts, on=host_keys, how="semi", nulls_equal=True
+        )
+        on_units = pl.concat([named_f, nodev_f])
     else:
-        on_units = f.join(exp.select(*within, "host"), on=[*within, "host"], how="semi")
+        on_units = f.join(at_risk_hosts, on=host_keys, how="semi", nulls_equal=True)
     n_off = f.height - on_units.height
     if n_off:
         hosts = (
-            f.join(on_units.select(fkeys).unique(), on=fkeys, how="anti")["host"]
+            f.join(
+                on_units.select(fkeys).unique(), on=fkeys, how="anti", nulls_equal=True
+            )["host"]
             .unique()
             .sort()
             .head(5)
@@ -360,33 +372,90 @@ def lemon_units(
         )
         raise InsufficientDataError(msg)
 
-    # the tested units (rows) and their exposure
+    # GPU failures naming no device count in their group's rate, but which GPU
+    # failed is unknown: the GPUs of their hosts are not tested
+    blind = (
+        f.filter(pl.col("device").is_null()).select(host_keys).unique()
+        if unit == "gpu"
+        else pl.DataFrame(schema={c: f.schema[c] for c in host_keys})
+    )
+
+    # the tested units (rows); every unit's exposure (group totals)
+    silent_schema = {
+        **{c: exp.schema[c] for c in within},
+        "exposure_h": pl.Float64,
+        "n": pl.Int64,
+    }
     if unit == "gpu" and not per_device_exposure:
         named = (
-            f.select(*within, "host", "device")
+            f.filter(pl.col("device").is_not_null())
+            .select(*host_keys, "device")
             .unique()
-            .join(exp.select(*within, "host", "exposure_h"), on=[*within, "host"])
+            .join(exp.select(*host_keys, "exposure_h"), on=host_keys, nulls_equal=True)
         )
-        n_named = named.group_by(*within, "host").len("_named")
-        silent = exp.join(n_named, on=[*within, "host"], how="left").with_columns(
-            _silent=(pl.col("gpus").fill_null(0) - pl.col("_named").fill_null(0)).clip(
-                lower_bound=0
+        n_named = named.group_by(host_keys).len("_named")
+        hosts = exp.join(
+            n_named, on=host_keys, how="left", nulls_equal=True
+        ).with_columns(
+            _named=pl.col("_named").fill_null(0).cast(pl.Int64),
+            _g=pl.col("gpus").fill_null(0).cast(pl.Int64),
+        )
+        crowded = hosts.filter(pl.col("_named") > pl.col("_g"))
+        if crowded.height:
+            warnings.warn(
+                f"lemon_units: {crowded.height} host(s) have failures on more GPU "
+                "devices than their 'gpus' count (e.g. "
+                f"{crowded.select('host', '_named', '_g').head(3).rows()} as (host, "
+                "devices named, gpus)); each named device is a unit. Check the "
+                "assets' gpus, or that only GPU modes name a device.",
+                RelkitWarning,
+                stacklevel=2,
             )
+        hosts = hosts.with_columns(_n=pl.max_horizontal("_g", "_named"))
+        unit_e = hosts.select(*within, "host", _e=pl.col("exposure_h") * pl.col("_n"))
+        n_blind_units = int(
+            hosts.join(blind, on=host_keys, how="semi", nulls_equal=True)["_n"].sum()
         )
-        units = named
-        silent_units = silent.select(
-            *within, "exposure_h", n=pl.col("_silent").cast(pl.Int64)
-        ).filter(pl.col("n") > 0)
+        units = named.join(blind, on=host_keys, how="anti", nulls_equal=True)
+        silent_units = (
+            hosts.join(blind, on=host_keys, how="anti", nulls_equal=True)
+            .select(
+                *within,
+                "exposure_h",
+                n=(pl.col("_n") - pl.col("_named")).cast(pl.Int64),
+            )
+            .filter(pl.col("n") > 0)
+        )
     else:
-        units = exp.select(*within, *keys, "exposure_h")
-        silent_units = pl.DataFrame(
-            schema={
-                **{c: exp.schema[c] for c in within},
-                "exposure_h": pl.Float64,
-                "n": pl.Int64,
-            }
+        unit_e = exp.select(*within, "host", _e=pl.col("exposure_h"))
+        n_blind_units = exp.join(
+            blind, on=host_keys, how="semi", nulls_equal=True
+        ).height
+        units = exp.join(blind, on=host_keys, how="anti", nulls_equal=True).select(
+            *within, *keys, "exposure_h"
+        )
+        silent_units = pl.DataFrame(schema=silent_schema)
+    if blind.height:
+        n_nodev = f.filter(pl.col("device").is_null()).height
+        warnings.warn(
+            f"lemon_units: {n_nodev} GPU failure(s) name no device (on "
+            f"{blind.height} host(s), e.g. {blind['host'].sort().head(3).to_list()}): "
+            "they count in their group's failure rate, but which GPU failed is "
+            f"unknown, so the {n_blind_units} GPU(s) of those host(s) are not "
+            "tested (unit='node', relkit lemons --unit node, tests the hosts).",
+            RelkitWarning,
+            stacklevel=2,
         )
 
+    def _group_totals(frame: pl.DataFrame, expr: pl.Expr) -> pl.DataFrame:
+        return frame.group_by(within).agg(expr) if within else frame.select(expr)
+
+    def _with_totals(frame: pl.DataFrame, totals: pl.DataFrame) -> pl.DataFrame:
+        if within:
+            return frame.join(totals, on=within, how="left", nulls_equal=True)
+        return frame.join(totals, how="cross")
+
+    group_e = _group_totals(unit_e, pl.col("_e").sum().alias("_E"))
     modes = sorted(f["failure_mode"].drop_nulls().unique().to_list())
     strata = modes if by_mode else [None]
     rows: list[pl.DataFrame] = []
@@ -396,33 +465,13 @@ def lemon_units(
             n_failures=pl.len().cast(pl.Int64),
             n_devices=pl.col("device").drop_nulls().n_unique().cast(pl.Int64),
         )
-        r = units.join(counts, on=fkeys, how="left").with_columns(
+        group_n = _group_totals(fm, pl.len().cast(pl.Int64).alias("_N"))
+        r = units.join(counts, on=fkeys, how="left", nulls_equal=True).with_columns(
             pl.col("n_failures").fill_null(0), pl.col("n_devices").fill_null(0)
         )
-        # group totals: listed units plus GPUs that never failed
-        silent_e = (
-            silent_units.group_by(within).agg(
-                _se=(pl.col("exposure_h") * pl.col("n")).sum()
-            )
-            if within
-            else silent_units.select(_se=(pl.col("exposure_h") * pl.col("n")).sum())
+        r = _with_totals(_with_totals(r, group_n), group_e).with_columns(
+            pl.col("_N").fill_null(0)
         )
-        over = [*within] if within else None
-        r = r.with_columns(
-            _N=pl.col("n_failures").sum().over(over)
-            if over
-            else pl.col("n_failures").sum(),
-            _E=pl.col("exposure_h").sum().over(over)
-            if over
-            else pl.col("exposure_h").sum(),
-        )
-        if within:
-            r = r.join(silent_e, on=within, how="left")
-        else:
-            r = r.with_columns(
-                _se=pl.lit(silent_e["_se"][0] if silent_e.height else 0.0)
-            )
-        r = r.with_columns(_E=pl.col("_E") + pl.col("_se").fill_null(0.0))
         if baseline == "others":
             rate = (pl.col("_N") - pl.col("n_failures")) / (
                 pl.col("_E") - pl.col("exposure_h")
@@ -431,7 +480,7 @@ def lemon_units(
             rate = pl.when(pl.col("_E") > pl.col("exposure_h")).then(rate)
         else:
             rate = pl.col("_N") / pl.col("_E")
-        r = r.with_columns(expected=rate * pl.col("exposure_h")).drop("_N", "_E", "_se")
+        r = r.with_columns(expected=rate * pl.col("exposure_h")).drop("_N", "_E")
         if mode is not None:
             r = r.with_columns(failure_mode=pl.lit(mode))
         rows.append(r)
@@ -468,30 +517,34 @@ def lemon_units(
         text = mode_counts.with_columns(
             modes=pl.format("{}×{}", pl.col("failure_mode"), pl.col("_n"))
         ).drop("_n")
-    out = out.join(text, on=mkeys, how="left").with_columns(
+    out = out.join(text, on=mkeys, how="left", nulls_equal=True).with_columns(
         pl.col("modes").fill_null("")
     )
     if folded is not None:
         kept = f.group_by(fkeys).len("_kept")
-        nf = folded.join(kept, on=fkeys, how="left").select(
+        nf = folded.join(kept, on=fkeys, how="left", nulls_equal=True).select(
             *fkeys,
             n_folded=(pl.col("_raw") - pl.col("_kept").fill_null(0)).cast(pl.Int64),
         )
-        out = out.join(nf, on=fkeys, how="left")
+        out = out.join(nf, on=fkeys, how="left", nulls_equal=True)
     else:
         out = out.with_columns(n_folded=pl.lit(0, dtype=pl.Int64))
     out = out.with_columns(pl.col("n_folded").fill_null(0))
     if within:
+        # a group with no failure at all (a GPU group's failures naming no
+        # device count: they are in its rate)
         dead = (
-            out.group_by(within)
-            .agg(_n=pl.col("n_failures").sum())
-            .filter(pl.col("_n") == 0)
+            exp.select(within)
+            .unique()
+            .join(f.select(within).unique(), on=within, how="anti", nulls_equal=True)
+            .sort(within, nulls_last=True)
         )
         if dead.height:
+            what = "failure of a GPU" if unit == "gpu" else "failure"
             warnings.warn(
-                f"lemon_units: {dead.height} group(s) of {within} had no failure "
-                f"(e.g. {dead.select(within).head(3).rows()}): their units are "
-                "tested (p = 1) but cannot be lemons.",
+                f"lemon_units: {dead.height} group(s) of {within} had no {what} "
+                f"(e.g. {dead.head(3).rows()}): their units are tested (p = 1) "
+                "but cannot be lemons.",
                 RelkitWarning,
                 stacklevel=2,
             )
