@@ -141,12 +141,19 @@ def _competing(
 ) -> str:
     progress(f"cumulative incidence of each node's first failure by {col}")
     groups = _systems(obs)
-    whole = answers.competing_risks_by(**st, mode_column=col, min_events=_MIN_EVENTS)
+    # many modes are folded below _MIN_EVENTS first failures so the chart stays
+    # readable; a few modes are all drawn, however rare
+    modes = obs.failures["failure_mode"]
+    if col == "root_cause":  # the part before '/', as the observation derives it
+        modes = modes.str.split("/").list.first()
+    n_modes = modes.n_unique()
+    min_events = _MIN_EVENTS if n_modes > _MAX_DRAWN else 0
+    whole = answers.competing_risks_by(**st, mode_column=col, min_events=min_events)
     tables["cumulative_incidence"] = whole.cumulative_incidence
     risks = whole
     if groups:
         risks = answers.competing_risks_by(
-            **st, mode_column=col, min_events=_MIN_EVENTS, by=groups
+            **st, mode_column=col, min_events=min_events, by=groups
         )
         tables["cumulative_incidence_by_system"] = risks.cumulative_incidence
     n_modes = max(whole.cumulative_incidence["failure_mode"].n_unique(), 1)
@@ -169,12 +176,17 @@ def _competing(
     last = whole.cumulative_incidence.group_by("failure_mode").agg(
         pl.all().sort_by("time_h").last()
     )
-    return (
+    page = (
         "<p>The chance that a node's first failure, by a given age in service, is "
         "of each mode, with the others competing (Aalen-Johansen; bands by the "
         "delta method). The curves add up to one minus the Kaplan-Meier of any "
-        f"first failure. Modes with fewer than {_MIN_EVENTS} first failures are "
-        "folded into one group.</p>"
+        "first failure."
+        + (
+            f" Modes with fewer than {min_events} first failures are folded into "
+            "one group.</p>"
+            if min_events
+            else "</p>"
+        )
         + chart
         + _html.table_html(
             last.select(
@@ -184,6 +196,9 @@ def _competing(
         + gray
         + _notes(whole.notes)
     )
+    for note in whole.notes:
+        progress(f"note: {note}")
+    return page
 
 
 def _covariate_section(

@@ -439,7 +439,7 @@ def _prepare(
     why = None
     if not design.names:
         why = "no covariate left to fit" + (
-            " (see the notes above)" if design.notes else ": none varies"
+            f" ({'; '.join(design.notes)})" if design.notes else ": none varies"
         )
     elif d < 2:
         why = (
