@@ -68,8 +68,15 @@ def _say_counts(
         )
     if n := _sum(result, by, "n_node_level"):
         progress(
-            f"note: {n} failure(s) name no GPU (network, NVSwitch, host modes) "
-            "and are not counted per GPU (n_node_level): --unit node counts them"
+            f"note: {n} failure(s) of non-GPU modes (network, NVSwitch, host, "
+            "software) are not counted per GPU (n_node_level): --unit node counts "
+            "them"
+        )
+    if n := _sum(result, by, "n_origin_failures"):
+        progress(
+            f"note: {n} failure(s) open their unit's observation (its window starts "
+            "at its own first record, no assets): they are the origin of its "
+            "first gap, not a gap's end (n_origin_failures)"
         )
 
 

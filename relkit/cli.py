@@ -11,6 +11,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from relkit.errors import PartialIngestError, RelkitError
+from relkit.errors import PartialIngestError, RelkitError, RelkitWarning
 
 __all__ = ["main"]
 
@@ -956,6 +957,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
+    with warnings.catch_warnings():  # restores the warning machinery after
+        warnings.showwarning = _note_printer(args.verb, warnings.showwarning)
+        return _run(func, args)
+
+
+def _note_printer(verb: str, shown: Callable[..., None]) -> Callable[..., None]:
+    """Print relkit's warnings as one-line notes, others as Python does.
+
+    relkit's warnings are notes for the user: one line on stderr, never
+    Python's ``file:line: RelkitWarning:`` with the machine's paths.
+    """
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: object = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, RelkitWarning):
+            print(f"relkit {verb}: note: {message}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    return show
+
+
+def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a verb; turn relkit's errors into one line and an exit code."""
     try:
         _check_options(args)
         return func(args)

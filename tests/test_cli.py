@@ -476,3 +476,25 @@ def test_ingest_refuses_an_option_its_kind_would_ignore(
     assert code == 1
     assert f"{option[0]} is for --kind" in err
     assert f"--kind {kind} does not read it" in err
+
+
+def test_relkit_warnings_print_as_one_line_notes(capsys):
+    """A RelkitWarning reaching the command line prints as 'relkit VERB: note:
+    ...', one line with no file path (Python's default shows
+    'path/to/module.py:LINE: RelkitWarning: ...'); other warnings keep Python's
+    own display."""
+    import warnings
+
+    from relkit.cli import _note_printer
+    from relkit.errors import RelkitWarning
+
+    seen = []
+    show = _note_printer("lemons", lambda *a, **k: seen.append(a[1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show
+        warnings.warn("48 repeats folded", RelkitWarning, stacklevel=1)
+        warnings.warn("something else", UserWarning, stacklevel=1)
+    err = capsys.readouterr().err
+    assert err == "relkit lemons: note: 48 repeats folded\n"
+    assert seen == [UserWarning]
