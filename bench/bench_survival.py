@@ -1,41 +1,40 @@
 """Benchmark of parametric lifetime fits (issue 12 §7), as ratios in one run.
 
-- ``per_mode_fits``: :func:`relkit.survival.fit_lifetime_models` with all six
-  default models, ``by=["failure_mode"]``, on ``units`` units x 8 modes
-  (simulated left-truncated, right-censored Weibull and log-normal gaps,
-  float hours), against one lifelines ``WeibullFitter`` on all the rows
-  (with entry). Issue target: under 60 s on two cores.
-- ``all_models_rounded`` / ``all_models_float``: all six default models on
-  ``rows`` rows of one group vs one lifelines ``WeibullFitter`` on the same
-  rows; times rounded to LANL's 1-minute resolution (so the unique-row
-  compression applies, and minute-0 gaps are interval-censored with a
-  zero-dropped refit) and unrounded. Issue target: within 3x.
+- ``per_mode_fits``: :func:`relkit.survival.fit_lifetime_models` with the
+  four default models (:data:`relkit.survival.DEFAULT_MODELS`),
+  ``by=["failure_mode"]``, on ``units`` units x 8 modes (simulated
+  left-truncated, right-censored Weibull and log-normal gaps, float hours),
+  against one lifelines ``WeibullFitter`` on all the rows (with entry).
+  Issue target: under 60 s on two cores.
+- ``default_models_float``: the four default models on ``rows`` rows of one
+  group vs one lifelines ``WeibullFitter`` on the same rows. Issue target:
+  within 3x.
+- ``all_models_rounded`` / ``all_models_float``: all six models
+  (``models=MODELS``, adding gamma and generalized gamma) on the same rows,
+  times rounded to LANL's 1-minute resolution (so the unique-row compression
+  applies, and minute-0 gaps are interval-censored with a zero-dropped refit)
+  and unrounded.
 
-Measured after the analytic gradients (one run, two cores shared with other
-jobs: load average 4.2-4.6 throughout, so seconds are inflated; the ratios
-are the fairer figure):
+Measured (one run, two cores shared with other jobs, so the seconds are
+inflated; the ratios are the fairer figure):
 
-- per_mode_fits (800,000 rows): 177.5 s vs lifelines 28.4 s, ratio 6.26.
-  Target (under 60 s) NOT met in this run. Profile of one 10^5-row mode
-  (fit_mle alone, same load): exponential, Weibull, log-normal and
-  log-logistic now converge in 6-12 BFGS iterations with about as many
-  evaluations (before: 50-290 likelihood evaluations each, and BFGS ended
-  in "precision loss" and a Nelder-Mead rerun); 0.3-0.9 s each. The rest is
-  the gamma (5-7 s) and generalized gamma (5-6 s): each evaluation calls
-  scipy's regularised incomplete gamma on every right-censored and entry
-  spell (about 30 ms per 10^5 under load) three times, since the shape
-  (Q) derivative is by central differences. A cheap shape derivative of
-  the incomplete gamma (series / continued fraction) is the next step.
-- all_models_rounded (10^6 rows, 1-minute stamps): 45.3 s vs lifelines
-  19.8 s, ratio 2.29: within the 3x target.
-- all_models_float (10^6 rows, unrounded, no unique-row compression):
-  65.8 s vs lifelines 11.1 s, ratio 5.95: NOT within 3x (gamma and
-  generalized gamma again, for the reason above).
+- per_mode_fits (800,000 rows): 27.0 s, ratio 1.30 to lifelines' one
+  Weibull fit (20.8 s): the 60 s target is met.
+- default_models_float (10^6 rows): 14.7 s, ratio 0.52: within 3x.
+- all_models_rounded (10^6 rows, 1-minute stamps): 43.2 s, ratio 3.52
+  (2.29 in an earlier run under another load); all_models_float: 39.8 s,
+  ratio 4.28. NOT within 3x: each gamma and generalized gamma evaluation
+  calls scipy's regularised incomplete gamma on every right-censored and
+  entry spell, three times, since the shape (Q) derivative is by central
+  differences (about 5-7 s per fit on 10^5 spells against under 1 s for
+  each of the four). That is why they are not default models; a cheap
+  shape derivative of the incomplete gamma (series or continued fraction)
+  is the next step. With all six models per mode the per-mode run took
+  177.5 s (ratio 6.26).
 
-Before the change (previous engineer, same simulated mode): Weibull-gap mode
-15.5 s for the six models, log-normal-gap mode 27.4 s. On LANL system 2
-per-node gaps (7,153 rows, minute stamps) the six models with zero-dropped
-refits took 0.28 s, 1.5x one lifelines WeibullFitter (0.19 s).
+On LANL system 2 per-node gaps (7,153 rows, minute stamps) the six models
+with zero-dropped refits took 0.28 s, 1.5x one lifelines WeibullFitter
+(0.19 s).
 
 Progress on stderr, one JSON line per benchmark on stdout. Not run by the
 tests. Usage (the ``make bench`` of this repository is ``python bench/run.py``;
