@@ -234,3 +234,26 @@ def test_a_failure_at_age_zero_counts_out_of_everyone_at_risk():
     np.testing.assert_allclose(
         km["survival"].to_numpy()[:2], [2 / 3, 1 / 3], atol=1e-12
     )
+
+
+def test_probability_plot_chart_thins_and_says_so():
+    """3,000 points with max_points=1000: every third point is drawn (step 3,
+    the last kept), 1,001 in all, and the subtitle gives the count."""
+    n = 3000
+    frame = pl.DataFrame(
+        {
+            "model": ["weibull"] * n,
+            "time_h": np.arange(1, n + 1, dtype=float),
+            "cdf_empirical": np.linspace(0.001, 0.999, n),
+            "x": np.log(np.arange(1, n + 1, dtype=float)),
+            "y": np.linspace(-5, 2, n),
+            "y_fitted": np.linspace(-5, 2, n),
+        }
+    )
+    spec = charts.probability_plot_chart(frame, title="t", max_points=1000).to_dict()
+    data = next(iter(spec["datasets"].values()))
+    assert len(data) == 1001
+    assert (
+        spec["title"]["subtitle"]
+        == "1,001 of 3,000 points drawn, evenly along each curve"
+    )

@@ -89,14 +89,18 @@ def _thin(
         kept.append(part[idx])
     out = pl.concat(kept)
     note = (
-        f"{out.height:,} of {data.height:,} points drawn (Altair draws at most "
-        f"{MAX_ROWS:,}); the curve is exact at each drawn point"
+        f"{out.height:,} of {data.height:,} points drawn (evenly spaced per "
+        "group); the curve is exact at each drawn point"
     )
     return out, note
 
 
 def mcf_chart(
-    mcf: pl.DataFrame, *, color: str | None = None, title: str | None = None
+    mcf: pl.DataFrame,
+    *,
+    color: str | None = None,
+    title: str | None = None,
+    max_points: int = MAX_ROWS,
 ) -> alt.LayerChart:
     r"""Draw the mean cumulative function of recurrent failures with its band.
 
@@ -117,6 +121,9 @@ def mcf_chart(
         null shows as "(missing)").
     title : str, optional
         Chart title.
+    max_points : int, optional
+        Most points drawn (evenly thinned per group, first and last kept, the
+        subtitle says so); a lighter page. At most Altair's row limit.
 
     Returns
     -------
@@ -178,7 +185,7 @@ def mcf_chart(
         .with_columns(_finite_or_null(*cols))
         .sort([*group, "time_h"])
     )
-    data, note = _thin(data, color, MAX_ROWS, log=False, where=where)
+    data, note = _thin(data, color, min(max_points, MAX_ROWS), log=False, where=where)
     group_enc: dict[str, Any] = {}
     if color:
         group_enc["color"] = alt.Color(f"{color}:N").title(color.replace("_", " "))
@@ -230,6 +237,7 @@ def crow_amsaa_chart(
     *,
     color: str | None = None,
     title: str | None = None,
+    max_points: int = MAX_ROWS - 1000,
 ) -> alt.LayerChart:
     r"""Draw cumulative failures against age on log-log axes with the power law.
 
@@ -262,6 +270,9 @@ def crow_amsaa_chart(
         Group column in both frames, one colour per value.
     title : str, optional
         Chart title.
+    max_points : int, optional
+        Most points drawn (evenly thinned per group, first and last kept, the
+        subtitle says so); a lighter page. At most Altair's row limit.
 
     Returns
     -------
@@ -347,7 +358,9 @@ def crow_amsaa_chart(
     notes = []
     if n_left_out:
         notes.append(f"{n_left_out} point(s) at age 0 or with no failures left out")
-    points, thin_note = _thin(points, color, MAX_ROWS - 1000, log=True, where=where)
+    points, thin_note = _thin(
+        points, color, min(max_points, MAX_ROWS - 1000), log=True, where=where
+    )
     if thin_note:
         notes.append(thin_note)
     first = points.group_by(group or pl.lit(0)).agg(pl.col("time_h").min())

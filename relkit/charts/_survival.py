@@ -157,6 +157,7 @@ def probability_plot_chart(
     *,
     color: str | None = None,
     title: str | None = None,
+    max_points: int = 1000,
 ) -> alt.LayerChart:
     """Draw a probability plot: the data's points and the fitted model's line.
 
@@ -174,6 +175,9 @@ def probability_plot_chart(
         Group column: one colour per group.
     title : str, optional
         Chart title.
+    max_points : int, default 1000
+        Most points drawn per group: beyond it the points are thinned evenly
+        along the curve (first and last kept), and the subtitle says so.
 
     Returns
     -------
@@ -231,7 +235,16 @@ def probability_plot_chart(
             raise SchemaError(msg)
     x_title, y_title = _PROBABILITY_AXES.get(models[0], ("x", "y"))
     keys = [color] if color else []
+    if max_points < 2:
+        msg = f"{where}: max_points must be at least 2, found {max_points}."
+        raise SchemaError(msg)
     data = points.select(*keys, *_PLOT_COLS).sort([*keys, "x"])
+    rank, size = pl.int_range(pl.len()), pl.len()
+    if keys:
+        rank, size = rank.over(keys), size.over(keys)
+    step = (size + max_points - 1) // max_points
+    data = data.filter((rank % step == 0) | (rank == size - 1))
+    thinned = points.height - data.height
     if color:
         data = data.with_columns(pl.col(color).cast(pl.String).fill_null("(missing)"))
     enc: dict[str, Any] = {}
@@ -253,4 +266,11 @@ def probability_plot_chart(
         .mark_line(strokeDash=[6, 3])
         .encode(x="x:Q", y="y_fitted:Q", **enc)
     )
-    return alt.layer(dots, line, title=chart_title(title))
+    heading: Any = chart_title(title)
+    if thinned:
+        heading = alt.TitleParams(
+            text=title or "",
+            subtitle=f"{data.height:,} of {points.height:,} points drawn, evenly "
+            "along each curve",
+        )
+    return alt.layer(dots, line, title=heading)
