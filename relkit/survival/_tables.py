@@ -297,8 +297,10 @@ def _no_null_keys(frame: pl.DataFrame, cols: Sequence[str], where: str) -> None:
         if n := frame[col].null_count():
             msg = (
                 f"{where}: group column {col!r} is null in {n} row(s); every row "
-                "needs a group to be counted. Fill it, e.g. "
-                f"frame.with_columns(pl.col({col!r}).fill_null('unassigned'))."
+                f"needs a group to be counted. Give every unit a {col} in the "
+                "assets file (or group by another column); in the library, fill "
+                f"it, e.g. frame.with_columns(pl.col({col!r}).fill_null("
+                "'unassigned'))."
             )
             raise SchemaError(msg)
 
