@@ -180,6 +180,11 @@ def hazards_by(
     if endpoint == "tbf":
         notes.append(
             "log-rank on gaps treats the gaps of one node as independent "
-            "(no clustering); the model's intervals are clustered on the node"
+            "(no clustering)"
+            + (
+                "; the model's intervals are clustered on the node"
+                if model == "cox"
+                else ""
+            )
         )
     return dataclasses.replace(result, logrank=logrank, notes=(*notes, *result.notes))

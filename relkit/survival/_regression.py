@@ -359,7 +359,7 @@ def _fit(fitter: Any, df: Any, *, truncated: bool, robust: bool) -> list[str]:  
         )
     else:
         df = df.drop(columns=["entry_h"])
-    if "_cluster" in df.columns:
+    if "_cluster" in df.columns and type(fitter).__name__ == "CoxPHFitter":
         kwargs["cluster_col"] = "_cluster"
     if robust:
         kwargs["robust"] = True
@@ -730,6 +730,15 @@ def weibull_aft(
     truncated = bool((design.frame["entry_h"] > 0).any())
     aft = WeibullAFTFitter(alpha=alpha)
     notes = list(design.notes)
+    if "_cluster" in df.columns:
+        # lifelines' AFT has no cluster_col: a robust (sandwich) variance that
+        # treats the rows as independent is the nearest it offers
+        df = df.drop(columns=["_cluster"])
+        notes.append(
+            f"the Weibull AFT's intervals are robust (sandwich) but not clustered "
+            f"on {cluster_col!r}: lifelines' AFT has no cluster variance, so "
+            "rows of one unit count as independent"
+        )
     notes.extend(_fit(aft, df, truncated=truncated, robust=cluster_col is not None))
     from scipy import stats
 
@@ -752,7 +761,14 @@ def weibull_aft(
         se_hr = math.sqrt(var_hr) if var_hr >= 0 else math.nan
         n_u, n_e = _level_counts(design, name, level)
         ok = all(map(math.isfinite, (beta, se_b, log_hr, se_hr)))
-        ok = ok and abs(log_hr) <= RUNAWAY_LOG_RATIO
+        # a runaway fit can keep -rho*beta small while beta (the log time
+        # ratio) and rho run off: neither may leave the plausible range
+        ok = (
+            ok
+            and abs(log_hr) <= RUNAWAY_LOG_RATIO
+            and abs(beta) <= RUNAWAY_LOG_RATIO
+            and abs(log_rho) <= RUNAWAY_LOG_RATIO
+        )
         rows.append(
             {
                 "covariate": cov,
@@ -769,7 +785,10 @@ def weibull_aft(
                 "status": "ok"
                 if ok
                 else (
-                    f"quasi-separation (joint): the fitted log ratio ran to "
+                    "no_interior_maximum: the fit ran off (log time ratio "
+                    f"{beta:.3g}, shape {rho:.3g}); no finite estimate"
+                    if abs(log_hr) <= RUNAWAY_LOG_RATIO
+                    else f"quasi-separation (joint): the fitted log ratio ran to "
                     f"{log_hr:.3g}; no finite estimate"
                 ),
                 "time_ratio": math.exp(beta) if ok else None,
@@ -779,13 +798,21 @@ def weibull_aft(
         )
     rows.extend(_separated_rows(design, {}))
     ratios = pl.DataFrame(rows, schema={**_RATIO_SCHEMA, **_AFT_EXTRA}, orient="row")
+    try:  # a fit that ran off predicts no finite medians to rank
+        concordance: float | None = float(aft.concordance_index_)
+    except (ValueError, ZeroDivisionError):
+        concordance = None
+        notes.append(
+            f"the Weibull AFT has no interior maximum (shape {rho:.3g}): its "
+            "predictions are not finite, so no concordance; use the Cox model"
+        )
     n, d = _count(design)
     se_lr = math.sqrt(var_lr) if var_lr >= 0 else math.nan
     return HazardModel(
         model="weibull_aft",
         hazard_ratios=ratios,
         ph_test=pl.DataFrame(schema=_PH_SCHEMA),
-        concordance=float(aft.concordance_index_),
+        concordance=concordance,
         n_units=n,
         n_events=d,
         notes=tuple(notes),
