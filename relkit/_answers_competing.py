@@ -233,6 +233,13 @@ def _check_modes(
                 if min_events > 0
                 else "."
             )
+            + (
+                " A root cause competes as one mode with mode_column='root_cause' "
+                "(--mode-column root_cause)."
+                if any("/" not in m for m in missing)
+                and any(str(p).startswith(f"{m}/") for m in missing for p in present)
+                else ""
+            )
         )
         raise SchemaError(msg)
     return cif.filter(pl.col("failure_mode").is_in(list(modes)))

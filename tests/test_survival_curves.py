@@ -257,3 +257,21 @@ def test_probability_plot_chart_thins_and_says_so():
         spec["title"]["subtitle"]
         == "1,001 of 3,000 points drawn, evenly along each curve"
     )
+
+
+def test_nelson_aalen_refuses_where_kaplan_meier_does():
+    """Reviewer's case: a unit (0, 5] fails, the next enters at 10 and fails
+    there; nobody is at risk between 5 and 10 h while the curve is above 0, so
+    Kaplan-Meier refuses, and Nelson-Aalen answered 2.0 silently: now it
+    refuses the same data (cumulative incidence refuses it too)."""
+    from relkit.errors import InsufficientDataError
+    from relkit.survival import cumulative_incidence, kaplan_meier, nelson_aalen
+
+    t = pl.DataFrame(
+        {"entry_h": [0.0, 10.0], "stop_h": [5.0, 10.0], "observed": [True, True]}
+    )
+    for estimator in (kaplan_meier, nelson_aalen):
+        with pytest.raises(InsufficientDataError, match="risk set becomes empty"):
+            estimator(t)
+    with pytest.raises(InsufficientDataError, match="risk set becomes empty"):
+        cumulative_incidence(t.with_columns(failure_mode=pl.lit("a")))

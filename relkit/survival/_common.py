@@ -1,12 +1,12 @@
 """Helpers shared by the modules of :mod:`relkit.survival` (not public API)."""
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
 
-from relkit.errors import SchemaError
+from relkit.errors import InsufficientDataError, SchemaError
 from relkit.schema import require_columns
 from relkit.survival._tables import validate_survival_table
 
@@ -131,3 +131,28 @@ def entry_for_risk_set(entry: np.ndarray, stop: np.ndarray) -> np.ndarray:
     stop = np.asarray(stop, dtype=float)
     zero = (entry == stop) & (stop > 0)
     return np.where(zero, np.nextafter(stop, -np.inf), entry)
+
+
+def check_risk_set(
+    entry: np.ndarray, stop: np.ndarray, where: str, key: dict[str, Any]
+) -> None:
+    """Refuse a group whose risk set empties before a later unit enters.
+
+    As :func:`relkit.survival.kaplan_meier` (lifelines refuses such data):
+    after the last unit at risk has left, no estimate links the earlier curve
+    to the later units, so the curve after that time is not identifiable.
+    """
+    order = np.argsort(entry, kind="stable")
+    first_stop = np.maximum.accumulate(stop[order])
+    gaps = np.flatnonzero(entry[order][1:] > first_stop[:-1])
+    if gaps.size:
+        k = gaps[0]
+        label = f" in group {key}" if key else ""
+        msg = (
+            f"{where}: the risk set becomes empty{label} before later units enter "
+            f"(every unit that entered by {entry[order][k]:g} h has left by "
+            f"{first_stop[k]:g} h, and the next enters at {entry[order][k + 1]:g} "
+            "h), so the curve after that time is not identifiable. Expected "
+            "overlapping spells; fix entry_h/stop_h or group less finely."
+        )
+        raise InsufficientDataError(msg)

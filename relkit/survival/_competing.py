@@ -34,37 +34,17 @@ import polars as pl
 
 from relkit.errors import InsufficientDataError, SchemaError
 from relkit.schema import require_columns
-from relkit.survival._common import check_confidence, entry_for_risk_set, prepare
+from relkit.survival._common import (
+    check_confidence,
+    check_risk_set,
+    entry_for_risk_set,
+    prepare,
+)
 from relkit.survival._tables import split_groups
 
 __all__ = ["cumulative_incidence", "gray_test"]
 
 Transform = Literal["loglog", "cloglog"]
-
-
-def _check_risk_set(
-    entry: np.ndarray, stop: np.ndarray, where: str, key: dict[str, Any]
-) -> None:
-    """Refuse a group whose risk set empties before a later unit enters.
-
-    As :func:`relkit.survival.kaplan_meier` (lifelines refuses such data):
-    after the last unit at risk has left, no estimate links the earlier curve
-    to the later units, so the curve after that time is not identifiable.
-    """
-    order = np.argsort(entry, kind="stable")
-    first_stop = np.maximum.accumulate(stop[order])
-    gaps = np.flatnonzero(entry[order][1:] > first_stop[:-1])
-    if gaps.size:
-        k = gaps[0]
-        label = f" in group {key}" if key else ""
-        msg = (
-            f"{where}: the risk set becomes empty{label} before later units enter "
-            f"(every unit that entered by {entry[order][k]:g} h has left by "
-            f"{first_stop[k]:g} h, and the next enters at {entry[order][k + 1]:g} "
-            "h), so the curve after that time is not identifiable. Expected "
-            "overlapping spells; fix entry_h/stop_h or group less finely."
-        )
-        raise InsufficientDataError(msg)
 
 
 def _at_risk(entry: np.ndarray, stop: np.ndarray, times: np.ndarray) -> np.ndarray:
@@ -286,7 +266,7 @@ def cumulative_incidence(
         obs = part["observed"].to_numpy().astype(bool)
         if not obs.any():
             continue
-        _check_risk_set(entry, stop, where, key)
+        check_risk_set(entry, stop, where, key)
         ev = _event_table(entry, stop, obs, part[mode].to_numpy())
         cif, variance, _ = _aalen_johansen(ev)
         lower, upper = _band(cif, variance, z, transform)
@@ -546,7 +526,7 @@ def gray_test(
     stop = table["stop_h"].to_numpy()
     obs = table["observed"].to_numpy().astype(bool)
     modes = table[mode].to_numpy()
-    _check_risk_set(entry, stop, where, {})
+    check_risk_set(entry, stop, where, {})
     rows = []
     for m in wanted:
         cause = np.where(obs, np.where(modes == m, 1, 2), 0)

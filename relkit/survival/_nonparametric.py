@@ -87,6 +87,12 @@ def _curve(
                 stop = part["stop_h"].to_numpy()
                 entry = part["entry_h"].to_numpy()
                 moved = entry_for_risk_set(entry, stop)
+                if kind != "km":
+                    # Nelson-Aalen would answer across a gap in the risk set
+                    # that Kaplan-Meier refuses: refuse the same data
+                    lifelines.KaplanMeierFitter().fit(
+                        stop, part["observed"].to_numpy(), entry=moved
+                    )
                 f = cls(alpha=alpha, **options).fit(
                     stop, part["observed"].to_numpy(), entry=moved
                 )
