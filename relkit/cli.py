@@ -978,7 +978,7 @@ def _note_printer(verb: str, shown: Callable[..., None]) -> Callable[..., None]:
         line: str | None = None,
     ) -> None:
         if issubclass(category, RelkitWarning):
-            print(f"relkit {verb}: note: {message}", file=sys.stderr)
+            print(f"relkit: note: {message}", file=sys.stderr)  # as _progress
         else:
             shown(message, category, filename, lineno, file, line)
 

@@ -479,10 +479,10 @@ def test_ingest_refuses_an_option_its_kind_would_ignore(
 
 
 def test_relkit_warnings_print_as_one_line_notes(capsys):
-    """A RelkitWarning reaching the command line prints as 'relkit VERB: note:
-    ...', one line with no file path (Python's default shows
-    'path/to/module.py:LINE: RelkitWarning: ...'); other warnings keep Python's
-    own display."""
+    """A RelkitWarning reaching the command line prints as 'relkit: note: ...'
+    (the form of every verb's progress notes), one line with no file path
+    (Python's default shows 'path/to/module.py:LINE: RelkitWarning: ...');
+    other warnings keep Python's own display."""
     import warnings
 
     from relkit.cli import _note_printer
@@ -496,5 +496,5 @@ def test_relkit_warnings_print_as_one_line_notes(capsys):
         warnings.warn("48 repeats folded", RelkitWarning, stacklevel=1)
         warnings.warn("something else", UserWarning, stacklevel=1)
     err = capsys.readouterr().err
-    assert err == "relkit lemons: note: 48 repeats folded\n"
+    assert err == "relkit: note: 48 repeats folded\n"
     assert seen == [UserWarning]
