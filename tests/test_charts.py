@@ -941,7 +941,11 @@ def test_prop_waterfall_steps_down_from_wall_to_productive(
         assert step["high_h"] == pytest.approx(top, abs=1e-12)
         assert step["amount_h"] > 0
         top = step["low_h"]
-    assert top == pytest.approx(productive / 3600, abs=1e-9)
+    # an unattributed residue within the chart's tolerance (1e-6 of wall time,
+    # badput_waterfall_chart's docstring) is not a bar: Hypothesis found wall =
+    # productive + 1e-5 s, a residue of 2.8e-9 h
+    tolerance = 1e-6 * wall["high_h"] + 1e-12
+    assert top == pytest.approx(productive / 3600, abs=tolerance)
     assert sum(s["amount_h"] for s in steps) + last["amount_h"] == pytest.approx(
-        wall["amount_h"], abs=1e-9
+        wall["amount_h"], abs=tolerance
     )

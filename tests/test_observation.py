@@ -790,7 +790,11 @@ def test_units_without_install_date_in_survival(tmp_path: Path) -> None:
         ("u3", 0.0, 384.0, False),
     ]
     fits = answers.survival_by(**tables, unit="node", window_end=end)
-    assert fits["n_excluded"].to_list() == [2]  # u1's Jan 5 and u3's Jan 15
+    # u1's Jan 5 (before tracking) is excluded; u3's Jan 15 opens its own
+    # window (no dates: its first record), so it is its gap's origin, counted
+    # apart (n_origin_failures), not an exclusion
+    assert fits["n_excluded"].to_list() == [1]
+    assert fits["n_origin_failures"].to_list() == [1]
 
 
 def test_node_level_failures_on_per_gpu_assets(tmp_path: Path) -> None:
