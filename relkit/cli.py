@@ -83,6 +83,12 @@ def _emit(
             fmt_str_lengths=300,
         ):
             print(frame)
+        cut = [
+            f"{frame.height:,} rows (200 shown)" if frame.height > 200 else "",
+            f"{frame.width} columns (30 shown)" if frame.width > 30 else "",
+        ]
+        if shown := " and ".join(c for c in cut if c):
+            _progress(f"note: the table has {shown}; --format csv or json gives all")
 
 
 def _parse_instant(text: str | None, flag: str) -> datetime | None:

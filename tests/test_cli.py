@@ -498,3 +498,19 @@ def test_relkit_warnings_print_as_one_line_notes(capsys):
     err = capsys.readouterr().err
     assert err == "relkit: note: 48 repeats folded\n"
     assert seen == [UserWarning]
+
+
+def test_a_cut_table_says_so(capsys):
+    """Reviewer: `relkit mcf` on LANL printed 201 of 21,196 rows with a bare
+    '...' row; a table cut for the terminal now says how many rows it has and
+    how to get them all."""
+    import polars as pl
+
+    from relkit.cli import _emit
+
+    _emit(pl.DataFrame({"a": list(range(250))}), "table")
+    err = capsys.readouterr().err
+    assert "250 rows (200 shown)" in err
+    assert "--format csv or json" in err
+    _emit(pl.DataFrame({"a": [1, 2]}), "table")
+    assert capsys.readouterr().err == ""
