@@ -27,6 +27,7 @@ from relkit.errors import IngestError, PartialIngestError
 from relkit.ingest._common import (
     IngestResult,
     Parsed,
+    check_file,
     check_tz,
     ingest,
 )
@@ -61,8 +62,10 @@ from relkit.ingest._kernel_time import (
 from relkit.store import Store
 
 __all__ = [
+    "KernelLog",
     "classify_lines",
     "link_context",
+    "parse_kernel_log",
     "read_kernel",
     "resolve_times",
 ]
@@ -698,6 +701,132 @@ def _join_notes(*notes: str | None) -> str | None:
     return "; ".join(kept) if kept else None
 
 
+@dataclass(frozen=True)
+class KernelLog:
+    """What one kernel/syslog file holds, before it is written to a store.
+
+    ``events`` has the ``events`` table's columns without ``source_id`` (one
+    row per failure signal, ``ts`` UTC); ``rejects`` is ``line_no, reason,
+    raw``; ``ignored`` is ``reason, n_lines`` (noise counted, not kept);
+    ``spans`` is ``host, first_ts, last_ts, n_lines`` (the ``log_spans``
+    rows); ``options`` the source options the file proves (``log_start_ts``,
+    ``log_end_ts``, ``first_record_ts``, ``last_record_ts``, UTC ISO 8601)
+    merged with the reading options (``tz``, ``reference_date``, ``host``,
+    ``boot_time``); ``note`` what the ingest summary says (unknown Xid codes,
+    events without a wall time, the boot time used). Every line is counted:
+    ``n_lines == events.height + ignored.n_lines.sum() + rejects.height``.
+    """
+
+    n_lines: int
+    events: pl.DataFrame
+    rejects: pl.DataFrame
+    ignored: pl.DataFrame
+    spans: pl.DataFrame | None
+    options: dict[str, object]
+    note: str | None
+
+
+def parse_kernel_log(
+    path: str | Path,
+    *,
+    tz: str | None = None,
+    reference_date: str | dt.date | None = None,
+    host: str | None = None,
+    host_from_filename: bool = False,
+    boot_time: str | dt.datetime | None = None,
+    name: str | None = None,
+) -> KernelLog:
+    """Read one kernel/syslog file into events, rejects and counts; no store.
+
+    The store-free half of :func:`read_kernel` (same options, same rows), for
+    engines that parse files on many machines (:mod:`relkit.distributed`) and
+    write them to a store later.
+
+    Parameters
+    ----------
+    path : str or Path
+        One log file (plain or gzip/xz/bzip2/zstd compressed).
+    tz, reference_date, host, host_from_filename, boot_time
+        As for :func:`read_kernel`.
+    name : str, optional
+        The file's name where it came from, when ``path`` is a local copy (an
+        object-store key, a path on another machine): gives the host for
+        ``host_from_filename`` and the ``<host>.btime`` record's name. The
+        ``.btime`` record is looked for beside ``path``.
+
+    Returns
+    -------
+    KernelLog
+
+    Raises
+    ------
+    IngestError
+        As :func:`read_kernel` for one file.
+    """
+    p = check_file(path)
+    check_tz(path, tz)
+    ref = parse_reference_date(path, reference_date)
+    boot = parse_boot_time(path, boot_time)
+    named = Path(name) if name is not None else p
+    host_f = file_host(named) if host_from_filename else host
+    parsed = _parse_log(p, tz=tz, ref=ref, host=host_f, boot=boot, named=named)
+    assert parsed is not None  # no keep_going: never stopped
+    return parsed
+
+
+def _parse_log(
+    path: Path,
+    *,
+    tz: str | None,
+    ref: dt.date | None,
+    host: str | None,
+    boot: dt.datetime | None,
+    named: Path | None = None,
+    keep_going: Callable[[], bool] | None = None,
+) -> KernelLog | None:
+    """:func:`parse_kernel_log` with checked options (None: ``keep_going`` stopped)."""
+    reading = options_dict(tz, ref, host, boot)
+    record = (
+        None
+        if boot is not None
+        else boot_time_record(path, file_host(named if named is not None else path))
+    )
+    boot_from = "--boot-time" if boot is not None else None
+    if record is not None:
+        boot, boot_from = record[0], record[1].name
+    parsed = _parse(
+        path, tz=tz, ref=ref, host=host, keep_going=keep_going, boot_time=boot
+    )
+    if parsed is None:
+        return None
+    options: dict[str, object] = dict(reading)
+    for key, ts in (
+        ("log_start_ts", parsed.log_start_ts),
+        ("log_end_ts", parsed.log_end_ts),
+    ):
+        if ts is not None:
+            options[key] = ts.isoformat()
+    # the span the file proves: its first and last line that has a time
+    ends = [t for t in (parsed.log_end_ts, parsed.log_last_ts) if t is not None]
+    if parsed.log_start_ts is not None:
+        options["first_record_ts"] = parsed.log_start_ts.isoformat()
+    if ends:
+        options["last_record_ts"] = max(ends).isoformat()
+    return KernelLog(
+        n_lines=parsed.n_lines,
+        events=parsed.events,
+        rejects=parsed.rejects,
+        ignored=parsed.ignored,
+        spans=parsed.spans,
+        options=options,
+        note=_join_notes(
+            None if record is None else f"boot time {boot} from {boot_from}",
+            _unknown_xid_note(parsed.events),
+            _no_wall_time_note(parsed.events, boot_from),
+        ),
+    )
+
+
 def _read_one(
     store: Store,
     path: Path,
@@ -710,52 +839,30 @@ def _read_one(
     boot: dt.datetime | None = None,
 ) -> IngestResult:
     """Check, hash, skip or refuse, parse and write one kernel-log file."""
-    record = None if boot is not None else boot_time_record(path, file_host(path))
-    boot_from = "--boot-time" if boot is not None else None
-    if record is not None:
-        boot, boot_from = record[0], record[1].name
+    reading = options_dict(tz, ref, host, boot)
 
     def parse(p: Path, keep_going: Callable[[], bool]) -> Parsed | None:
-        parsed = _parse(
-            p, tz=tz, ref=ref, host=host, keep_going=keep_going, boot_time=boot
-        )
-        if parsed is None:
+        log = _parse_log(p, tz=tz, ref=ref, host=host, boot=boot, keep_going=keep_going)
+        if log is None:
             return None
-        options = {}
-        for key, ts in (
-            ("log_start_ts", parsed.log_start_ts),
-            ("log_end_ts", parsed.log_end_ts),
-        ):
-            if ts is not None:
-                options[key] = ts.isoformat()
-        # the span the file proves: its first and last line that has a time
-        ends = [t for t in (parsed.log_end_ts, parsed.log_last_ts) if t is not None]
-        if parsed.log_start_ts is not None:
-            options["first_record_ts"] = parsed.log_start_ts.isoformat()
-        if ends:
-            options["last_record_ts"] = max(ends).isoformat()
-        tables = {"events": parsed.events}
-        if parsed.spans is not None:
-            tables["log_spans"] = parsed.spans
+        tables = {"events": log.events}
+        if log.spans is not None:
+            tables["log_spans"] = log.spans
         return Parsed(
-            n_lines=parsed.n_lines,
+            n_lines=log.n_lines,
             tables=tables,
-            rejects=parsed.rejects,
-            options=options,
-            n_loaded=parsed.events.height,
-            ignored=parsed.ignored,
-            note=_join_notes(
-                None if record is None else f"boot time {boot} from {boot_from}",
-                _unknown_xid_note(parsed.events),
-                _no_wall_time_note(parsed.events, boot_from),
-            ),
+            rejects=log.rejects,
+            options={k: v for k, v in log.options.items() if k not in reading},
+            n_loaded=log.events.height,
+            ignored=log.ignored,
+            note=log.note,
         )
 
     return ingest(
         store,
         path,
         kind=KIND,
-        options=options_dict(tz, ref, host, boot),
+        options=reading,
         parse=parse,
         replace=replace,
         overlap_hash=True,
