@@ -11,6 +11,9 @@ same data, interleaved, and reports the median ratio.
   polars ``group_by(...).len()`` over the same events.
 - ``cif_32000``: cumulative incidence of 32,000 units vs scikit-survival, or
   lifelines when scikit-survival is absent (``bench/bench_cif.py``).
+- ``startup``: ``relkit --version``, ``--help`` and a bad option vs ``python -c
+  pass``, fresh processes, target <= 3 (``bench/bench_startup.py``; it also prints
+  one JSON line per command).
 
 Usage: ``python bench/run.py [--repeat N]`` (prints one JSON line per benchmark).
 """
@@ -99,6 +102,10 @@ def main() -> None:
     from bench_cif import cif_benchmark  # beside this file
 
     print(json.dumps(cif_benchmark(32_000, args.repeat)))
+
+    from bench_startup import startup_benchmark  # beside this file
+
+    print(json.dumps(startup_benchmark(15)), flush=True)
 
 
 if __name__ == "__main__":

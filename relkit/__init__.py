@@ -17,40 +17,11 @@ Modules: :mod:`relkit.store`, :mod:`relkit.ingest`, :mod:`relkit.observation`
 interruptions, root causes, MTTF at scale, published-table checks).
 """
 
+import importlib
+import importlib.util
+import typing
+
 from relkit import datasets as datasets
-from relkit.answers import (
-    checkpoint_plan_by_system,
-    excluded_failures,
-    first_failure_survival,
-    mtbf_by,
-    mtbf_of,
-    store_tables,
-    survival_by,
-    time_between_failures,
-)
-from relkit.checkpoint import (
-    CheckpointDecision,
-    CheckpointIntervals,
-    ETTRModel,
-    NodeKeepingShare,
-    RenewalOptimum,
-    TwoLevelPlan,
-    checkpoint_decision,
-    checkpoint_intervals,
-    daly_interval_h,
-    ettr_curve,
-    ettr_model,
-    exact_interval_h,
-    expected_ettr,
-    node_keeping_share,
-    renewal_ettr,
-    renewal_optimum,
-    solve_whatif,
-    two_level_ettr,
-    two_level_optimum,
-    whatif,
-    young_interval_h,
-)
 from relkit.errors import (
     CensoringWarning,
     ConvergenceError,
@@ -61,56 +32,91 @@ from relkit.errors import (
     RelkitWarning,
     SchemaError,
 )
-from relkit.exposure import build_exposure, observation_end
-from relkit.ingest import IngestResult, read_file, read_files
-from relkit.jobs import (
-    Goodput,
-    InterruptionSummary,
-    build_interruptions,
-    build_job_attempts,
-    interruption_losses,
-    interruption_summary,
-    job_interruptions,
-    job_table,
-    measure_goodput,
-    root_cause_table,
-)
-from relkit.metrics import (
-    MTBFBounds,
-    failure_rate_bounds,
-    mtbf,
-    mtbf_bounds,
-    mttf_at_scale_h,
-)
-from relkit.observation import Observation, observe, system_incidents
-from relkit.published import (
-    PUBLISHED_ETTR_POINTS,
-    acmetrace_failure_share,
-    check_table,
-    failure_share,
-)
-from relkit.scale import (
-    NodeFailureRate,
-    job_mttf_by_size,
-    node_failure_rate,
-    scale_projection,
-)
-from relkit.simulate import (
-    FailureProcess,
-    SimConfig,
-    Simulation,
-    simulate_cluster,
-    simulation_preset,
-    write_simulation,
-)
-from relkit.store import Store
-from relkit.survival import (
-    build_first_failure_table,
-    build_tbf_table,
-    fit_lifetime_models,
-    fit_lifetimes,
-    kaplan_meier,
-)
+
+if typing.TYPE_CHECKING:  # the names, for type checkers; imported on first use
+    from relkit.answers import (
+        checkpoint_plan_by_system,
+        excluded_failures,
+        first_failure_survival,
+        mtbf_by,
+        mtbf_of,
+        store_tables,
+        survival_by,
+        time_between_failures,
+    )
+    from relkit.checkpoint import (
+        CheckpointDecision,
+        CheckpointIntervals,
+        ETTRModel,
+        NodeKeepingShare,
+        RenewalOptimum,
+        TwoLevelPlan,
+        checkpoint_decision,
+        checkpoint_intervals,
+        daly_interval_h,
+        ettr_curve,
+        ettr_model,
+        exact_interval_h,
+        expected_ettr,
+        node_keeping_share,
+        renewal_ettr,
+        renewal_optimum,
+        solve_whatif,
+        two_level_ettr,
+        two_level_optimum,
+        whatif,
+        young_interval_h,
+    )
+    from relkit.exposure import build_exposure, observation_end
+    from relkit.ingest import IngestResult, read_file, read_files
+    from relkit.jobs import (
+        Goodput,
+        InterruptionSummary,
+        build_interruptions,
+        build_job_attempts,
+        interruption_losses,
+        interruption_summary,
+        job_interruptions,
+        job_table,
+        measure_goodput,
+        root_cause_table,
+    )
+    from relkit.metrics import (
+        MTBFBounds,
+        failure_rate_bounds,
+        mtbf,
+        mtbf_bounds,
+        mttf_at_scale_h,
+    )
+    from relkit.observation import Observation, observe, system_incidents
+    from relkit.published import (
+        PUBLISHED_ETTR_POINTS,
+        acmetrace_failure_share,
+        check_table,
+        failure_share,
+    )
+    from relkit.scale import (
+        NodeFailureRate,
+        job_mttf_by_size,
+        node_failure_rate,
+        scale_projection,
+    )
+    from relkit.simulate import (
+        FailureProcess,
+        SimConfig,
+        Simulation,
+        simulate_cluster,
+        simulation_preset,
+        write_simulation,
+    )
+    from relkit.store import Store
+    from relkit.survival import (
+        build_first_failure_table,
+        build_tbf_table,
+        fit_lifetime_models,
+        fit_lifetimes,
+        kaplan_meier,
+    )
 
 __version__ = "0.1.0"
 
@@ -197,3 +203,125 @@ __all__ = [
     "write_simulation",
     "young_interval_h",
 ]
+
+#: module -> the public names it defines. They are imported on first use
+#: (PEP 562), so that ``import relkit`` and the ``relkit`` command start
+#: without loading DuckDB, polars, scipy, lifelines or Altair.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "relkit.answers": (
+        "checkpoint_plan_by_system",
+        "excluded_failures",
+        "first_failure_survival",
+        "mtbf_by",
+        "mtbf_of",
+        "store_tables",
+        "survival_by",
+        "time_between_failures",
+    ),
+    "relkit.checkpoint": (
+        "CheckpointDecision",
+        "CheckpointIntervals",
+        "ETTRModel",
+        "NodeKeepingShare",
+        "RenewalOptimum",
+        "TwoLevelPlan",
+        "checkpoint_decision",
+        "checkpoint_intervals",
+        "daly_interval_h",
+        "ettr_curve",
+        "ettr_model",
+        "exact_interval_h",
+        "expected_ettr",
+        "node_keeping_share",
+        "renewal_ettr",
+        "renewal_optimum",
+        "solve_whatif",
+        "two_level_ettr",
+        "two_level_optimum",
+        "whatif",
+        "young_interval_h",
+    ),
+    "relkit.exposure": (
+        "build_exposure",
+        "observation_end",
+    ),
+    "relkit.ingest": (
+        "IngestResult",
+        "read_file",
+        "read_files",
+    ),
+    "relkit.jobs": (
+        "Goodput",
+        "InterruptionSummary",
+        "build_interruptions",
+        "build_job_attempts",
+        "interruption_losses",
+        "interruption_summary",
+        "job_interruptions",
+        "job_table",
+        "measure_goodput",
+        "root_cause_table",
+    ),
+    "relkit.metrics": (
+        "MTBFBounds",
+        "failure_rate_bounds",
+        "mtbf",
+        "mtbf_bounds",
+        "mttf_at_scale_h",
+    ),
+    "relkit.observation": (
+        "Observation",
+        "observe",
+        "system_incidents",
+    ),
+    "relkit.published": (
+        "PUBLISHED_ETTR_POINTS",
+        "acmetrace_failure_share",
+        "check_table",
+        "failure_share",
+    ),
+    "relkit.scale": (
+        "NodeFailureRate",
+        "job_mttf_by_size",
+        "node_failure_rate",
+        "scale_projection",
+    ),
+    "relkit.simulate": (
+        "FailureProcess",
+        "SimConfig",
+        "Simulation",
+        "simulate_cluster",
+        "simulation_preset",
+        "write_simulation",
+    ),
+    "relkit.store": ("Store",),
+    "relkit.survival": (
+        "build_first_failure_table",
+        "build_tbf_table",
+        "fit_lifetime_models",
+        "fit_lifetimes",
+        "kaplan_meier",
+    ),
+}
+_SOURCE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name, or a submodule such as ``relkit.charts``, on first use.
+
+    The value is then kept in the module, so the import runs once (PEP 562).
+    """
+    if name in _SOURCE:
+        value = getattr(importlib.import_module(_SOURCE[name]), name)
+    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}"):
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """List the public names, imported or not, beside the module's own."""
+    return sorted(set(globals()) | set(__all__))

@@ -4,13 +4,16 @@ Argument parsing over :mod:`relkit.answers` and :mod:`relkit.checkpoint`; no
 logic of its own beyond checking that every option given is used.
 """
 
+from __future__ import annotations
+
 import argparse
 from collections.abc import Callable
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from relkit.errors import RelkitError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 Emit = Callable[[Any, str], None]
 Progress = Callable[[str], None]
@@ -141,6 +144,8 @@ def _cmd_checkpoint(
     progress: Progress,
     parse_instant: ParseInstant,
 ) -> int:
+    import polars as pl
+
     from relkit.answers import decide_checkpoints
     from relkit.checkpoint import checkpoint_intervals
 
@@ -204,6 +209,8 @@ FIRST_ORDER_LOAD_WARN = 0.1
 
 def _say_validity(table: pl.DataFrame, progress: Progress) -> None:
     """Warn where the first-order model is outside its range, or predicts 0."""
+    import polars as pl
+
     dead = table.filter(pl.col("first_order_load") >= 1.0)
     if dead.height:
         progress(
@@ -237,6 +244,8 @@ def _say_rate_units(rates: list[float] | None, progress: Progress) -> None:
 
 
 def _cmd_whatif(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
+    import polars as pl
+
     from relkit.checkpoint import solve_whatif, whatif
 
     gpus = _numbers(args.gpus, "--gpus", kind=int)

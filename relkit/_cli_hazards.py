@@ -3,13 +3,16 @@
 Argument parsing over :func:`relkit.answers.hazards_by`; no logic of its own.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
 Emit = Callable[[Any, str], None]
 Progress = Callable[[str], None]
@@ -51,6 +54,8 @@ def _clean(value: object) -> object:
 
 def _document(result: Any, rows: pl.DataFrame) -> dict[str, Any]:  # noqa: ANN401
     """Return the whole answer as one JSON-ready dict."""
+    import polars as pl
+
     logrank = result.logrank if result.logrank is not None else pl.DataFrame()
     checks: dict[str, Any] = {
         "model": result.model,

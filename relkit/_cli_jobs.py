@@ -5,16 +5,18 @@ registers them with :func:`add_job_verbs` and passes its output helpers in. No
 logic of its own: each verb reads store tables and calls the library.
 """
 
+from __future__ import annotations
+
 import argparse
 import warnings
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from relkit.errors import RelkitError, RelkitWarning
-from relkit.jobs import JOB_FIELDS
+
+if TYPE_CHECKING:
+    import polars as pl
 
 Emit = Callable[[Any, str], None]
 Progress = Callable[[str], None]
@@ -126,6 +128,8 @@ def _say_gaps(
     With ``need`` (what the command computes), records without any Start or
     End time are an error: the command would print an empty or null answer.
     """
+    import polars as pl
+
     timed = attempts.filter(
         pl.col("start_ts").is_not_null() | pl.col("end_ts").is_not_null()
     )
@@ -158,7 +162,7 @@ def _say_gaps(
 
 
 def _cmd_jobs(args: argparse.Namespace, emit: Emit) -> int:
-    from relkit.jobs import job_table
+    from relkit.jobs import JOB_FIELDS, job_table
     from relkit.store import Store
 
     with Store(args.db, read_only=True) as store:
@@ -168,6 +172,8 @@ def _cmd_jobs(args: argparse.Namespace, emit: Emit) -> int:
 
 
 def _cmd_interruptions(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
+    import polars as pl
+
     attempts, interruptions = _job_tables(args)
     _say_gaps(args, attempts, interruptions, progress)
     kinds = _list(args.kind)
@@ -190,6 +196,8 @@ def _cmd_rootcause(
     parse_instant: ParseInstant,
     progress: Progress,
 ) -> int:
+    import polars as pl
+
     from relkit.jobs import interruption_summary, root_cause_table
 
     start = parse_instant(args.window_start, "--window-start")
@@ -333,9 +341,12 @@ def _cmd_failure_share(args: argparse.Namespace, emit: Emit, progress: Progress)
     return 0
 
 
-def _job_options(p: argparse.ArgumentParser) -> None:
-    from relkit.jobs import DEFAULT_SLACK_MIN
+#: ``relkit.jobs.DEFAULT_SLACK_MIN``, written out so that building the parser
+#: does not import polars (tests/test_startup.py checks the two agree).
+DEFAULT_SLACK_MIN = 45.0
 
+
+def _job_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--slack-min",
         type=float,

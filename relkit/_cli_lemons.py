@@ -8,8 +8,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import polars as pl
-
 from relkit.errors import RelkitWarning
 
 Emit = Callable[[Any, str], None]
@@ -35,6 +33,8 @@ def _cmd_lemons(
     progress: Progress,
     parse_instant: ParseInstant,
 ) -> int:
+    import polars as pl
+
     from relkit.answers import LEMON_FIELDS, lemons, store_tables
     from relkit.store import Store
 

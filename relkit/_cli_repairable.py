@@ -3,12 +3,15 @@
 Argument parsing over :mod:`relkit.answers`; no logic of its own.
 """
 
+from __future__ import annotations
+
 import argparse
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
 Emit = Callable[[Any, str], None]
 Progress = Callable[[str], None]

@@ -4,13 +4,16 @@ Argument parsing over :func:`relkit.answers.survival_by`; no logic of its own
 beyond saying on stderr what was counted and what was left out.
 """
 
+from __future__ import annotations
+
 import argparse
 from collections.abc import Callable
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from relkit.errors import RelkitError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 Emit = Callable[[Any, str], None]
 Progress = Callable[[str], None]
@@ -100,6 +103,8 @@ def add_survival_verbs(
     """
 
     def cmd_survival(args: argparse.Namespace) -> int:
+        import polars as pl
+
         from relkit.answers import store_tables, survival_by
         from relkit.store import Store
 

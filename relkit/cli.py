@@ -5,6 +5,8 @@ Errors go to stderr as one readable message with a non-zero exit code, never
 as a traceback (set ``RELKIT_DEBUG=1`` to see one).
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import math
@@ -15,11 +17,12 @@ import warnings
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from relkit.errors import PartialIngestError, RelkitError, RelkitWarning
+
+if TYPE_CHECKING:  # polars is imported where it runs: `relkit --help` stays quick
+    import polars as pl
 
 __all__ = ["main"]
 
@@ -48,6 +51,8 @@ def _clean(value: object) -> object:
 def _emit(
     result: pl.DataFrame | dict[str, Any] | list[dict[str, Any]], fmt: str
 ) -> None:
+    import polars as pl
+
     if isinstance(result, pl.DataFrame):
         rows = [{k: _clean(v) for k, v in r.items()} for r in result.to_dicts()]
         frame = result
@@ -224,6 +229,8 @@ def _open_tables(db: str) -> dict[str, pl.DataFrame]:
 
 def _say_empty_inventories(sources: pl.DataFrame, basis: str) -> None:
     """Warn when an assets file loaded nothing, so exposure came from elsewhere."""
+    import polars as pl
+
     empty = sources.filter((pl.col("kind") == "assets") & (pl.col("n_loaded") == 0))
     for row in empty.iter_rows(named=True):
         _progress(
@@ -235,6 +242,8 @@ def _say_empty_inventories(sources: pl.DataFrame, basis: str) -> None:
 
 def _say_exclusions(obs_excluded: pl.DataFrame) -> None:
     """Name the failures left out of every window, by reason, on stderr."""
+    import polars as pl
+
     if obs_excluded.height == 0:
         return
     reasons = (
@@ -311,6 +320,8 @@ def _window(args: argparse.Namespace) -> tuple[datetime | None, datetime | None]
 
 
 def _cmd_mtbf(args: argparse.Namespace) -> int:
+    import polars as pl
+
     from relkit.answers import mtbf_of
     from relkit.observation import observe
 
@@ -384,6 +395,8 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
 
 
 def _cmd_events(args: argparse.Namespace) -> int:
+    import polars as pl
+
     from relkit.answers import event_table
     from relkit.store import Store
 
@@ -414,6 +427,8 @@ def _cmd_events(args: argparse.Namespace) -> int:
 
 
 def _cmd_rejects(args: argparse.Namespace) -> int:
+    import polars as pl
+
     from relkit.answers import excluded_failures, store_tables
     from relkit.store import Store
 

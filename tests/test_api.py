@@ -6,6 +6,9 @@ import relkit
 
 
 def test_all_matches_public_names() -> None:
+    """Once every lazily imported name is resolved, no other public name is left."""
+    for name in relkit.__all__:
+        getattr(relkit, name)  # PEP 562: imported on first use
     public = {
         n for n, v in vars(relkit).items() if not n.startswith("_") and not ismodule(v)
     }
