@@ -60,7 +60,7 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
     "datasets": (BASE, ("datasets",)),  # where the bundled files are; paths only
     # sources: the only code that touches raw files or DuckDB, and the simulator
     "store": (SOURCES, ("store",)),
-    "ingest": (SOURCES, ("ingest",)),
+    "ingest": (SOURCES, ("ingest", "distributed")),  # distributed: parse on Ray
     "simulate": (SOURCES, ("simulate",)),
     # analysis: frames in, frames or small results out
     "observation": (ANALYSIS, ("observation", "exposure")),
@@ -114,6 +114,7 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
             "_cli_hazards",
             "_cli_repairable",
             "_cli_lemons",
+            "_cli_distributed",
             "__main__",
         ),
     ),
