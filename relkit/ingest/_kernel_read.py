@@ -259,8 +259,13 @@ def _refuse_binary(path: Path, head: bytes, kind: str | None) -> None:
 _HEAD_BYTES = 1 << 16
 
 
-def block_batches(path: Path, batch_bytes: int = BATCH_BYTES) -> Iterator[pl.Series]:
-    """Stream a plain or compressed file as batches of lines (bounded memory).
+def block_batches(
+    path: Path, batch_bytes: int = BATCH_BYTES
+) -> Iterator[tuple[bytes, pl.Series]]:
+    """Stream a plain or compressed file as batches: bytes and their lines.
+
+    Each batch is a block of whole lines (``bytes`` ending in a newline) and
+    its lines (:func:`split_block`); memory is bounded by ``batch_bytes``.
 
     Raises IngestError for a damaged compressed file, or one whose first bytes
     are no text log (Parquet, ELF, UTF-16, random bytes; :func:`binary_kind`).
@@ -280,9 +285,10 @@ def block_batches(path: Path, batch_bytes: int = BATCH_BYTES) -> Iterator[pl.Ser
                 rest = data
                 continue
             rest = data[cut + 1 :]
-            yield split_block(data[: cut + 1])
+            whole = data[: cut + 1]
+            yield whole, split_block(whole)
         if rest:
-            yield split_block(rest + b"\n")
+            yield rest + b"\n", split_block(rest + b"\n")
     except (OSError, EOFError, zlib.error, lzma.LZMAError, _ZstdError) as exc:
         msg = (
             f"not a readable {kind or 'log'} file ({exc}); it may be truncated. "
@@ -314,13 +320,76 @@ def file_host(path: Path) -> str:
     return name
 
 
-def _flags(line: pl.Expr) -> dict[str, pl.Expr]:
-    """``cand``, ``blank`` and ``clock`` of each line (cheap, literal-led tests)."""
+def _flags(line: pl.Expr, cand: pl.Series | None = None) -> dict[str, pl.Expr]:
+    """``cand``, ``blank`` and ``clock`` of each line (cheap, literal-led tests).
+
+    ``cand``: the keyword test's answer when the caller has it already
+    (:func:`keyword_lines`).
+    """
     return {
-        "cand": line.str.contains(kp.KEYWORDS),
+        "cand": line.str.contains(kp.KEYWORDS) if cand is None else pl.lit(cand),
         "blank": line.str.contains(r"^\s*$"),
         "clock": line.str.contains(kp.CLOCK),
     }
+
+
+_KEYWORD_DB: list[object] = []
+
+
+def _keyword_database() -> object | None:
+    """:data:`kp.KEYWORDS` compiled for Hyperscan (multi-line), or None without it."""
+    if not _KEYWORD_DB:
+        try:
+            import hyperscan
+        except ImportError:  # pragma: no cover - a dependency; the regex path works
+            _KEYWORD_DB.append(None)
+        else:
+            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            db.compile(
+                expressions=[kp.KEYWORDS.encode()],
+                ids=[0],
+                elements=1,
+                flags=[hyperscan.HS_FLAG_MULTILINE],
+            )
+            _KEYWORD_DB.append(db)
+    return _KEYWORD_DB[0]
+
+
+def keyword_lines(data: bytes, lines: pl.Series) -> pl.Series | None:
+    r"""Which lines of a block hold a keyword, from one scan of its bytes.
+
+        The block's bytes are scanned once for :data:`kp.KEYWORDS` (Hyperscan,
+        multi-line: ``^`` after each newline) and each match is given to the line
+        it ends in, by the lines' byte lengths. That holds only when every line is
+        its bytes plus one newline: ASCII text without ``
+    `` or NUL (which
+        :func:`split_block` changes). Returns None otherwise, or without
+        Hyperscan: then each line is tested with the regex (the same answer,
+        slower; ``tests/test_ingest_kernel.py`` checks both agree).
+    """
+    if b"\r" in data or b"\x00" in data or not data.isascii():
+        return None
+    db = _keyword_database()
+    if db is None:
+        return None
+    import numpy as np
+
+    ends = np.cumsum(lines.str.len_bytes().to_numpy().astype(np.int64) + 1)
+    if not ends.size or ends[-1] != len(data):
+        return None
+    hits: list[int] = []
+
+    def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+        hits.append(end)
+
+    db.scan(data, match_event_handler=on_match)  # type: ignore[attr-defined]
+    mask = np.zeros(ends.size, dtype=bool)
+    if hits:
+        # a match ending at byte e (exclusive) lies in the line whose end > e - 1
+        mask[
+            np.searchsorted(ends, np.asarray(hits, dtype=np.int64) - 1, side="right")
+        ] = True
+    return pl.Series("cand", mask)
 
 
 _KMSG_US = r"^\d{1,4},\d+,(\d+),[^;]*;"
@@ -508,12 +577,13 @@ class LineFrames:
     def _prepared(self) -> Iterator[pl.DataFrame]:
         """Frames of :func:`_kept` per block, spans and counts updated (thread)."""
         offset = 0
-        for batch in block_batches(self.path):
+        for data, batch in block_batches(self.path):
             n = batch.len()
+            cand = None if self.full else keyword_lines(data, batch)
             rows = pl.DataFrame({"line": batch}).with_columns(
                 line_no=pl.int_range(offset + 1, offset + 1 + n, dtype=pl.Int64),
                 syslog_host=pl.col("line").str.extract(kp.CLOCK_HOST, 1),
-                **_flags(pl.col("line")),
+                **_flags(pl.col("line"), cand),
             )
             every = rows.select("line_no", "line", "blank", "syslog_host")
             spans = _batch_spans(every, self.host)

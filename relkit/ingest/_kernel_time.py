@@ -300,30 +300,39 @@ class BootTracker:
     def number(self, m: pl.DataFrame) -> pl.DataFrame:
         """Add ``boot_no`` to clock lines (``line_no, hkey, mono``), sorted.
 
-        Carries the last clock and boot of each host to the next batch.
+        A host's boot number grows by one at each line whose kernel clock is
+        below its previous clock line's (of that host). Carries the last
+        clock and boot of each host to the next batch. A batch of one host
+        (a per-host file, a dmesg dump) is numbered without a group-by.
         """
-        carry = pl.DataFrame(
-            {
-                "hkey": list(self.last),
-                "c_mono": [v[0] for v in self.last.values()],
-                "c_seg": [v[1] for v in self.last.values()],
-            },
-            schema={"hkey": pl.String, "c_mono": pl.Float64, "c_seg": pl.Int64},
+        if m.is_empty():
+            return m.with_columns(boot_no=pl.lit(None, dtype=pl.Int64))
+        m = m.sort("line_no")
+        keys = m.get_column("hkey")
+        first = keys[0]
+        if (keys == first).all():
+            mono0, seg0 = self.last.get(first, (None, 0))
+            prev = pl.col("mono").shift(1, fill_value=mono0)
+            fell = (pl.col("mono") < prev).fill_null(False).cast(pl.Int64)
+            m = m.with_columns(boot_no=seg0 + fell.cum_sum())
+            self.last[first] = (m.get_column("mono")[-1], m.get_column("boot_no")[-1])
+            return m
+        hk = pl.col("hkey")
+        c_mono = hk.replace_strict(
+            {k: v[0] for k, v in self.last.items()},
+            default=None,
+            return_dtype=pl.Float64,
         )
-        m = m.join(carry, on="hkey", how="left").sort("line_no")
-        prev = pl.coalesce(pl.col("mono").shift(1).over("hkey"), pl.col("c_mono"))
-        m = m.with_columns(
-            boot_no=pl.col("c_seg").fill_null(0)
-            + (pl.col("mono") < prev)
-            .fill_null(False)
-            .cast(pl.Int64)
-            .cum_sum()
-            .over("hkey")
+        c_seg = hk.replace_strict(
+            {k: v[1] for k, v in self.last.items()}, default=0, return_dtype=pl.Int64
         )
+        prev = pl.coalesce(pl.col("mono").shift(1).over("hkey"), c_mono)
+        fell = (pl.col("mono") < prev).fill_null(False).cast(pl.Int64)
+        m = m.with_columns(boot_no=c_seg + fell.cum_sum().over("hkey"))
         last = m.group_by("hkey").agg(pl.col("mono").last(), pl.col("boot_no").last())
         for hkey, mono, seg in last.iter_rows():
             self.last[hkey] = (mono, seg)
-        return m.drop("c_mono", "c_seg")
+        return m
 
     def anchor_last_boots(self, boot_time: dt.datetime) -> int:
         """Anchor each host's last boot at ``boot_time`` unless the log anchors it.
