@@ -53,15 +53,19 @@ def relkit_command() -> tuple[list[str], str]:
     return [sys.executable, "-m", "relkit"], "python -m relkit"
 
 
-def commands() -> dict[str, tuple[list[str], int]]:
-    """Return name -> (argv, expected exit code) of every timed command."""
+def commands() -> dict[str, tuple[list[str], int, str]]:
+    """Return name -> (argv, expected exit code, label) of every timed command."""
     relkit, _ = relkit_command()
-    return {
-        "python": ([sys.executable, "-c", "pass"], 0),
-        "version": ([*relkit, "--version"], 0),
-        "help": ([*relkit, "--help"], 0),
-        "bad_option": ([*relkit, "mtbf", "--no-such-option"], 2),
+    python = [sys.executable, "-c", "pass"]
+    todo = {
+        "version": (["--version"], 0),
+        "help": (["--help"], 0),
+        "bad_option": (["mtbf", "--no-such-option"], 2),
     }
+    out = {"python": (python, 0, "python -c pass")}
+    for name, (args, code) in todo.items():
+        out[name] = ([*relkit, *args], code, " ".join(["relkit", *args]))
+    return out
 
 
 def _log(msg: str) -> None:
@@ -96,23 +100,23 @@ def startup_benchmark(runs: int = 15, *, bytecode: bool = True) -> dict[str, obj
         env.pop("PYTHONPYCACHEPREFIX", None)
     todo = commands()
     try:
-        for argv, expected in todo.values():  # warm-up: fills the bytecode cache
+        for argv, expected, _ in todo.values():  # warm-up: fills the bytecode cache
             _time(argv, expected, env)
         times: dict[str, list[float]] = {name: [] for name in todo}
         for n in range(runs):
             _log(f"round {n + 1}/{runs}")
-            for name, (argv, expected) in todo.items():
+            for name, (argv, expected, _) in todo.items():
                 times[name].append(_time(argv, expected, env))
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     base = statistics.median(times["python"])
     ratios = {}
-    for name, (argv, expected) in todo.items():
+    for name, (_, expected, label) in todo.items():
         median = statistics.median(times[name])
         ratio = median / base
         rec = {
             "measure": name,
-            "command": " ".join(Path(a).name if a == argv[0] else a for a in argv),
+            "command": label,
             "exit_code": expected,
             "median_ms": round(median * 1e3, 1),
             "min_ms": round(min(times[name]) * 1e3, 1),

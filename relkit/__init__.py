@@ -18,10 +18,7 @@ interruptions, root causes, MTTF at scale, published-table checks).
 """
 
 import importlib
-import importlib.util
-import typing
 
-from relkit import datasets as datasets
 from relkit.errors import (
     CensoringWarning,
     ConvergenceError,
@@ -33,7 +30,10 @@ from relkit.errors import (
     SchemaError,
 )
 
-if typing.TYPE_CHECKING:  # the names, for type checkers; imported on first use
+#: ``typing.TYPE_CHECKING`` without importing typing (start-up time, issue 13
+#: §3); type checkers read this name as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the names, for type checkers; imported on first use
     from relkit.answers import (
         checkpoint_plan_by_system,
         excluded_failures,
@@ -117,6 +117,7 @@ if typing.TYPE_CHECKING:  # the names, for type checkers; imported on first use
         fit_lifetimes,
         kaplan_meier,
     )
+del TYPE_CHECKING  # not part of the API
 
 __version__ = "0.1.0"
 
@@ -313,11 +314,17 @@ def __getattr__(name: str) -> object:
     """
     if name in _SOURCE:
         value = getattr(importlib.import_module(_SOURCE[name]), name)
-    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}"):
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
+    elif name.startswith("__"):
         msg = f"module {__name__!r} has no attribute {name!r}"
         raise AttributeError(msg)
+    else:  # a submodule not imported yet, e.g. ``relkit.datasets``
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise  # the submodule exists but needs what is not installed
+            msg = f"module {__name__!r} has no attribute {name!r}"
+            raise AttributeError(msg) from None
     globals()[name] = value
     return value
 

@@ -6,18 +6,21 @@ Argument parsing over :func:`relkit.answers.hazards_by`; no logic of its own.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
+#: ``typing.TYPE_CHECKING`` without importing typing (start-up time, issue 13
+#: §3); type checkers read this name as True.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     import polars as pl
 
-Emit = Callable[[Any, str], None]
-Progress = Callable[[str], None]
-ParseInstant = Callable[[str | None, str], Any]
-AddArg = Callable[[argparse.ArgumentParser], None]
+    Emit = Callable[[Any, str], None]
+    Progress = Callable[[str], None]
+    ParseInstant = Callable[[str | None, str], Any]
+    AddArg = Callable[[argparse.ArgumentParser], None]
 
 #: ``relkit hazards`` row fields (issue 12 §4), in order.
 HAZARD_FIELDS = (
@@ -85,6 +88,8 @@ def _cmd_hazards(
     progress: Progress,
     parse_instant: ParseInstant,
 ) -> int:
+    import json
+
     from relkit.answers import hazards_by, store_tables
     from relkit.errors import RelkitError
     from relkit.store import Store

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from collections.abc import Callable
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
 
 from relkit.errors import RelkitError, RelkitWarning
 
+#: ``typing.TYPE_CHECKING`` without importing typing (start-up time, issue 13
+#: §3); type checkers read this name as True.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from datetime import datetime
+    from typing import Any
+
     import polars as pl
 
-Emit = Callable[[Any, str], None]
-Progress = Callable[[str], None]
-ParseInstant = Callable[[str | None, str], datetime | None]
-AddArg = Callable[[argparse.ArgumentParser], None]
+    Emit = Callable[[Any, str], None]
+    Progress = Callable[[str], None]
+    ParseInstant = Callable[[str | None, str], datetime | None]
+    AddArg = Callable[[argparse.ArgumentParser], None]
 
 #: ``relkit interruptions --format json`` row fields (issue 5).
 INTERRUPTION_FIELDS = (

@@ -3,17 +3,24 @@
 Argument parsing over :func:`relkit.answers.lemons`; no logic of its own.
 """
 
+from __future__ import annotations
+
 import argparse
 import warnings
-from collections.abc import Callable
-from typing import Any
 
 from relkit.errors import RelkitWarning
 
-Emit = Callable[[Any, str], None]
-Progress = Callable[[str], None]
-ParseInstant = Callable[[str | None, str], Any]
-AddArg = Callable[[argparse.ArgumentParser], None]
+#: ``typing.TYPE_CHECKING`` without importing typing (start-up time, issue 13
+#: §3); type checkers read this name as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Emit = Callable[[Any, str], None]
+    Progress = Callable[[str], None]
+    ParseInstant = Callable[[str | None, str], Any]
+    AddArg = Callable[[argparse.ArgumentParser], None]
 
 
 def _fdr(text: str) -> float:

@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
+#: ``typing.TYPE_CHECKING`` without importing typing (start-up time, issue 13
+#: §3); type checkers read this name as True.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     import polars as pl
 
-Emit = Callable[[Any, str], None]
-Progress = Callable[[str], None]
-ParseInstant = Callable[[str | None, str], Any]
-AddArg = Callable[[argparse.ArgumentParser], None]
+    Emit = Callable[[Any, str], None]
+    Progress = Callable[[str], None]
+    ParseInstant = Callable[[str | None, str], Any]
+    AddArg = Callable[[argparse.ArgumentParser], None]
 
 __all__ = ["add_repairable_verbs"]
 

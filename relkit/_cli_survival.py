@@ -7,18 +7,22 @@ beyond saying on stderr what was counted and what was left out.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from relkit.errors import RelkitError
 
+#: ``typing.TYPE_CHECKING`` without importing typing (start-up time, issue 13
+#: §3); type checkers read this name as True.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     import polars as pl
 
-Emit = Callable[[Any, str], None]
-Progress = Callable[[str], None]
-ParseInstant = Callable[[str | None, str], Any]
-AddArg = Callable[[argparse.ArgumentParser], None]
+    Emit = Callable[[Any, str], None]
+    Progress = Callable[[str], None]
+    ParseInstant = Callable[[str | None, str], Any]
+    AddArg = Callable[[argparse.ArgumentParser], None]
 
 
 def _columns(text: str | None) -> list[str]:

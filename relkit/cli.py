@@ -8,20 +8,24 @@ as a traceback (set ``RELKIT_DEBUG=1`` to see one).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Sequence
-from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from relkit.errors import PartialIngestError, RelkitError, RelkitWarning
 
-if TYPE_CHECKING:  # polars is imported where it runs: `relkit --help` stays quick
+#: ``typing.TYPE_CHECKING`` without importing typing: polars, json and datetime
+#: are imported where they run, so `relkit --help` stays quick (issue 13 §3);
+#: type checkers read this name as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from datetime import datetime
+    from typing import Any
+
     import polars as pl
 
 __all__ = ["main"]
@@ -37,6 +41,8 @@ def _progress(message: str) -> None:
 
 
 def _json_default(value: object) -> object:
+    from datetime import date, datetime
+
     if isinstance(value, datetime | date):
         return value.isoformat()
     return str(value)
@@ -51,6 +57,8 @@ def _clean(value: object) -> object:
 def _emit(
     result: pl.DataFrame | dict[str, Any] | list[dict[str, Any]], fmt: str
 ) -> None:
+    import json
+
     import polars as pl
 
     if isinstance(result, pl.DataFrame):
@@ -97,6 +105,8 @@ def _emit(
 
 
 def _parse_instant(text: str | None, flag: str) -> datetime | None:
+    from datetime import datetime
+
     if text is None:
         return None
     try:
@@ -119,6 +129,27 @@ def _columns(text: str | None) -> list[str]:
 
 
 # -- verbs ---------------------------------------------------------------------------
+#: A directory ingest lists its files one line each up to this many; above, one
+#: summary line (and each file's notes) on stderr.
+_FILES_LISTED = 20
+
+
+def _directory_summary(where: str, path: str, done: list, took: float) -> str:
+    """One line for a directory's files: loaded, skipped, lines, rate."""
+    n_skipped = sum(r.skipped for r in done)
+    n_lines = sum(r.n_lines for r in done)
+    n_loaded = sum(r.n_loaded for r in done)
+    n_rejected = sum(r.n_rejected for r in done)
+    n_ignored = sum(r.n_ignored or 0 for r in done)
+    rate = f", {n_lines / took:,.0f} lines/s" if took > 0 else ""
+    return (
+        f"{where} {path}: {len(done) - n_skipped:,} file(s) read, {n_skipped:,} "
+        f"skipped (already ingested); {n_lines:,} lines: {n_loaded:,} loaded, "
+        f"{n_ignored:,} ignored, {n_rejected:,} rejected ({took:.1f} s{rate}); "
+        "--format json lists every file"
+    )
+
+
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from relkit.ingest import read_path
     from relkit.store import Store
@@ -146,6 +177,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                     as_of=as_of,
                     boot_time=args.boot_time,
                     fields=args.fields,
+                    progress=None if args.quiet else _progress,
                 )
             except PartialIngestError as exc:
                 # a directory: the good files were ingested, the bad ones named
@@ -171,6 +203,11 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 n_here = len(done)
             took = time.perf_counter() - started
             in_dir = Path(path).is_dir()
+            # a directory of many files: one line for all, and the files'
+            # notes only (--format json gives every file's row on stdout)
+            brief = args.quiet or (in_dir and len(done) > _FILES_LISTED)
+            if in_dir and len(done) > _FILES_LISTED and not args.quiet:
+                _progress(_directory_summary(where_n, path, done, took))
             for k, result in enumerate(done, 1):
                 row = result.to_dict()
                 if result.skipped:
@@ -189,11 +226,15 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                     if in_dir
                     else f"{where_n} {result.path}"
                 )
-                _progress(f"{where}: {state} ({took:.1f} s){note}")
-                if rejected := result.reject_summary():
-                    _progress(f"  {rejected}")
-                if flagged := result.flag_summary():
-                    _progress(f"  flags: {flagged}")
+                if brief:
+                    if note and not args.quiet:
+                        _progress(f"{where}{note}")
+                else:
+                    _progress(f"{where}: {state} ({took:.1f} s){note}")
+                    if rejected := result.reject_summary():
+                        _progress(f"  {rejected}")
+                    if flagged := result.flag_summary():
+                        _progress(f"  flags: {flagged}")
                 if result.all_rejected:
                     refused.append(result)
                 results.append(row)
@@ -682,6 +723,12 @@ def build_parser() -> argparse.ArgumentParser:
         "dmesg kernel-clock stamps a wall time (the log's last boot). Without "
         "it, HOST.btime beside the log (grep btime /proc/stat > HOST.btime) is "
         "used",
+    )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress or per-file lines on stderr (errors and the rejected "
+        "files' reasons still are)",
     )
     p.add_argument(
         "--replace",
