@@ -21,13 +21,13 @@ own), it measures:
   keyword test, then the signal patterns and the time parse on candidates), on
   a contiguous sample of ``--loop-frac`` of the lines, extrapolated linearly.
 
-- ``sha256``: the file's SHA-256 alone (:func:`relkit.store.file_sha256`), the
-  source identity every ingest computes (relkit hashes in a thread while it
+- ``digest``: the file's BLAKE3 digest alone (:func:`relkit.store.file_digest`),
+  the source identity every ingest computes (relkit hashes in a thread while it
   parses): a floor for ``relkit_over_scan`` on a machine with few cores.
 
 It prints one JSON line per measurement and a summary line with the ratios
 ``relkit_over_scan`` (target <= 2), ``loop_over_relkit`` (target >= 10) and
-``sha256_over_scan``, lines per second and peak RSS (``ru_maxrss``). Progress
+``digest_over_scan``, lines per second and peak RSS (``ru_maxrss``). Progress
 goes to stderr.
 
 Usage: ``python bench/bench_kernel_ingest.py [--lines N] [--loop-frac F]
@@ -265,12 +265,12 @@ def measure_scan(path: Path) -> dict[str, object]:
     return {"seconds": time.perf_counter() - start, "n_lines": n}
 
 
-def measure_sha256(path: Path) -> dict[str, object]:
-    """The file's SHA-256, its identity in the store: part of every ingest."""
-    from relkit.store import file_sha256
+def measure_digest(path: Path) -> dict[str, object]:
+    """The file's BLAKE3 digest, its identity in the store: part of every ingest."""
+    from relkit.store import file_digest
 
     start = time.perf_counter()
-    file_sha256(path)
+    file_digest(path)
     return {"seconds": time.perf_counter() - start}
 
 
@@ -352,7 +352,7 @@ def main() -> None:
     )
     parser.add_argument("--keep", type=Path, help="write the log here and keep it")
     parser.add_argument(
-        "--measure", choices=("write", "relkit", "scan", "sha256", "loop")
+        "--measure", choices=("write", "relkit", "scan", "digest", "loop")
     )
     parser.add_argument("--path", type=Path)
     args = parser.parse_args()
@@ -365,8 +365,8 @@ def main() -> None:
             rec = measure_relkit(args.path)
         elif args.measure == "scan":
             rec = measure_scan(args.path)
-        elif args.measure == "sha256":
-            rec = measure_sha256(args.path)
+        elif args.measure == "digest":
+            rec = measure_digest(args.path)
         else:
             rec = measure_loop(args.path, args.loop_frac, args.lines)
         rec = {"measure": args.measure, **rec, "peak_rss_mb": _peak_rss_mb()}
@@ -379,7 +379,7 @@ def main() -> None:
         size = int(_child("write", path, args.loop_frac, args.lines)["bytes"])
         _log(f"{path}: {size / 1e9:.2f} GB")
         recs = {}
-        for what in ("scan", "sha256", "relkit", "scan", "sha256", "relkit", "loop"):
+        for what in ("scan", "digest", "relkit", "scan", "digest", "relkit", "loop"):
             rec = _child(what, path, args.loop_frac, args.lines)
             print(json.dumps(rec), flush=True)
             best = recs.get(what)
@@ -392,12 +392,12 @@ def main() -> None:
         "file_gb": round(size / 1e9, 3),
         "relkit_s": round(relkit_s, 3),
         "scan_s": round(recs["scan"]["seconds"], 3),
-        "sha256_s": round(recs["sha256"]["seconds"], 3),
+        "digest_s": round(recs["digest"]["seconds"], 3),
         "python_loop_s": round(recs["loop"]["seconds"], 3),
         "relkit_over_scan": round(relkit_s / recs["scan"]["seconds"], 2),
         "loop_over_relkit": round(recs["loop"]["seconds"] / relkit_s, 2),
-        "sha256_over_scan": round(
-            recs["sha256"]["seconds"] / recs["scan"]["seconds"], 2
+        "digest_over_scan": round(
+            recs["digest"]["seconds"] / recs["scan"]["seconds"], 2
         ),
         "relkit_lines_per_s": round(args.lines / relkit_s),
         "relkit_peak_rss_mb": round(recs["relkit"]["peak_rss_mb"]),

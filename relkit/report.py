@@ -275,7 +275,7 @@ def _write_report(
     sections.append(
         (
             "Data",
-            _html.table_html(sources.drop("sha256", "options"))
+            _html.table_html(sources.drop("content_hash", "options"))
             + f"<p>{events.height:,} events, counted as {overall['n_failures']:,} "
             "failures (log lines folded into incidents); "
             f"{assets.height:,} assets rows, exposure basis: "

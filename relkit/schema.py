@@ -32,11 +32,15 @@ CHECKPOINT_KINDS = (
 )
 
 #: DuckDB column types of every store table, in column order.
+#: ``sources.content_hash`` is a file's identity as ``"<algorithm>:<hex>"``:
+#: ``"blake3:<64 hex>"`` (:func:`relkit.store.file_digest`) for ingests since
+#: schema 7, ``"sha256:<64 hex>"`` for rows of a store upgraded from schema 6
+#: or older (until then the column was ``sha256`` and held the bare hex).
 TABLE_COLUMNS: dict[str, dict[str, str]] = {
     "sources": {
         "source_id": "INTEGER",
         "path": "VARCHAR",
-        "sha256": "VARCHAR",
+        "content_hash": "VARCHAR",
         "kind": "VARCHAR",
         "options": "VARCHAR",
         "n_lines": "BIGINT",

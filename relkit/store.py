@@ -6,6 +6,7 @@ The session time zone is UTC, so no result depends on the machine's zone.
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -13,13 +14,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+import blake3
 import duckdb
 import polars as pl
 
 from relkit.errors import RelkitError, SchemaError
 from relkit.schema import POLARS_SCHEMAS, TABLE_COLUMNS
 
-__all__ = ["SCHEMA_VERSION", "Store", "file_sha256"]
+__all__ = [
+    "HASH_ALGORITHM",
+    "SCHEMA_VERSION",
+    "Store",
+    "file_digest",
+    "file_identities",
+    "file_sha256",
+]
 
 #: Bumped whenever a table's columns change; a store of another version is refused
 #: (except the versions in :data:`_UPGRADABLE`, upgraded in place when opened for
@@ -29,13 +38,25 @@ __all__ = ["SCHEMA_VERSION", "Store", "file_sha256"]
 #: 6: ``checkpoints`` gains ``attempt, restore_s, level, n_gpus, n_nodes, host,
 #: status`` and its columns are reordered (``kind`` after ``ts``), for
 #: :func:`relkit.ingest.read_checkpoints`.
-SCHEMA_VERSION = 6
+#: 7: ``sources.sha256`` becomes ``sources.content_hash``, ``"<algorithm>:<hex>"``:
+#: ``blake3:`` for files ingested since (:func:`file_digest`), ``sha256:`` for
+#: the rows of older stores (their SHA-256 kept as it was).
+SCHEMA_VERSION = 7
 
 #: Older schema versions an open for writing upgrades in place, by adding the
 #: columns and tables that came later (no row changes: the tables they extend
-#: had no reader before) and putting every table's columns in the order of
-#: :data:`relkit.schema.TABLE_COLUMNS`.
-_UPGRADABLE = ("2", "3", "4", "5")
+#: had no reader before), renaming ``sources.sha256`` to ``content_hash`` with
+#: its values marked ``sha256:``, and putting every table's columns in the
+#: order of :data:`relkit.schema.TABLE_COLUMNS`.
+_UPGRADABLE = ("2", "3", "4", "5", "6")
+
+#: The algorithm of the source identity of every new ingest: the prefix of
+#: ``sources.content_hash`` (``"blake3:<64 hex digits>"``).
+HASH_ALGORITHM = "blake3"
+
+#: Files smaller than this are hashed on one thread: starting a thread pool
+#: (about 0.1 ms) costs more than it saves below a few MB.
+_PARALLEL_MIN_BYTES = 1 << 22
 
 #: Sort keys, so every table comes out in a fixed order.
 _SORT_KEYS: dict[str, list[str]] = {
@@ -54,8 +75,96 @@ _SORT_KEYS: dict[str, list[str]] = {
 }
 
 
+def _n_threads() -> int:
+    """Return the number of CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def file_digest(path: str | Path) -> str:
+    """Return the hex BLAKE3 digest of a file's bytes: its identity in the store.
+
+    The file is memory-mapped and hashed on all the CPUs the process may use
+    (one thread below 4 MB); the ``blake3`` package falls back to plain reads
+    for files it cannot map (pipes, special files). The GIL is released while
+    it hashes, so a reader can parse the file in another thread meanwhile.
+
+    Parameters
+    ----------
+    path : str or Path
+        File to hash.
+
+    Returns
+    -------
+    str
+        64 lower-case hex digits (the 256-bit default output of BLAKE3).
+
+    Raises
+    ------
+    OSError
+        If the file cannot be opened or read.
+
+    Notes
+    -----
+    BLAKE3: J. O'Connor, J.-P. Aumasson, S. Neves, Z. Wilcox-O'Hearn, "BLAKE3:
+    one function, fast everywhere" (2020), the specification at
+    https://github.com/BLAKE3-team/BLAKE3-specs. Its tree mode lets several
+    threads hash one file: on 2 cores a 250 MB log hashes about 4 times as
+    fast as with SHA-256 (bench/bench_kernel_ingest.py measures it against
+    DuckDB's plain scan). The thread pool is the hasher's own, not the
+    ``blake3`` package's process-wide one (``max_threads=AUTO``), because a
+    process forked after that global pool started deadlocks the next time it
+    hashes with it (multiprocessing forks on Linux).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.NamedTemporaryFile() as fh:
+    ...     file_digest(fh.name)
+    'af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262'
+    """
+    p = Path(path)
+    size = p.stat().st_size
+    threads = _n_threads() if size >= _PARALLEL_MIN_BYTES else 1
+    hasher = blake3.blake3(max_threads=threads)
+    hasher.update_mmap(p)
+    return hasher.hexdigest()
+
+
+def file_identities(path: str | Path, *, sha256: bool = False) -> tuple[str, ...]:
+    """Return a file's source identities as ``sources.content_hash`` holds them.
+
+    Parameters
+    ----------
+    path : str or Path
+        File to hash.
+    sha256 : bool, default False
+        Also return its ``"sha256:<hex>"`` identity, to compare with the rows
+        of a store upgraded from schema 6 or older (see
+        :meth:`Store.holds_sha256`). Costs a SHA-256 of the file.
+
+    Returns
+    -------
+    tuple of str
+        ``("blake3:<hex>",)``, or ``("blake3:<hex>", "sha256:<hex>")`` with
+        ``sha256``. The first is the identity a new ``sources`` row gets.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be opened or read.
+    """
+    ids = (f"{HASH_ALGORITHM}:{file_digest(path)}",)
+    return (*ids, f"sha256:{file_sha256(path)}") if sha256 else ids
+
+
 def file_sha256(path: str | Path) -> str:
     """Return the hex SHA-256 of a file's bytes.
+
+    The source identity of stores before schema 7 (``sources.content_hash``
+    values ``"sha256:<hex>"``); new ingests use :func:`file_digest`.
 
     Parameters
     ----------
@@ -66,6 +175,11 @@ def file_sha256(path: str | Path) -> str:
     -------
     str
         64 lower-case hex digits.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be opened or read.
     """
     digest = hashlib.sha256()
     with Path(path).open("rb") as fh:
@@ -111,19 +225,23 @@ class Store:
     RelkitError
         If the file is not a DuckDB database, is a DuckDB database of another
         program (tables but no ``relkit_meta``; it is left unchanged), or is a
-        relkit store of another schema version (a version-2 to -5 store
+        relkit store of another schema version (a version-2 to -6 store
         opened read-only is refused with how to upgrade it).
 
     Notes
     -----
-    A store of schema version 2 to 5 opened for writing is upgraded in place
-    to version 6 (the columns and tables added since are created, NULL in old
+    A store of schema version 2 to 6 opened for writing is upgraded in place
+    to version 7 (the columns and tables added since are created, NULL in old
     rows: version 3 added the job-log columns and tables; version 4
     ``assets.flags``, ``failure_modes.declared_source_id`` and the ``log_spans``
     table; version 5 the ``gpu_snapshots`` table; version 6 the
     ``checkpoints`` columns ``attempt, restore_s, level, n_gpus, n_nodes,
-    host, status``). Old rows are kept, and every table's columns end up in
-    the order of :data:`relkit.schema.TABLE_COLUMNS`, as in a new store.
+    host, status``; version 7 renames ``sources.sha256`` to
+    ``sources.content_hash`` and marks its old values ``sha256:<hex>``, new
+    ingests writing ``blake3:<hex>``). Old rows are kept, and every table's
+    columns end up in the order of :data:`relkit.schema.TABLE_COLUMNS`, as in
+    a new store. A file ingested into the old store and read again unchanged
+    is still recognised (:func:`file_identities` with ``sha256=True``).
     A store file this object created is removed again when its ``with`` block
     ends in an error while every table is still empty (a failed first ingest
     leaves no empty store behind).
@@ -269,8 +387,10 @@ class Store:
     def _upgrade(self) -> None:
         """Bring a store of an upgradable older version to :data:`SCHEMA_VERSION`.
 
-        Adds every column of :data:`TABLE_COLUMNS` a table lacks (NULL in old
-        rows; new tables were created just before), then rebuilds a table whose
+        Renames ``sources.sha256`` (schema 6 and older) to ``content_hash``,
+        its values prefixed ``sha256:`` so that they say which algorithm made
+        them. Adds every column of :data:`TABLE_COLUMNS` a table lacks (NULL in
+        old rows; new tables were created just before), then rebuilds a table whose
         columns are not in the contract's order (``checkpoints`` of schema 5:
         ``ALTER TABLE ADD COLUMN`` appends, the contract puts ``attempt`` after
         ``job_id``), its rows copied by name. All in one transaction.
@@ -282,6 +402,13 @@ class Store:
         if not row or row[0][0] not in _UPGRADABLE:
             return
         with self.transaction():
+            have = self._column_names("sources")
+            if "sha256" in have and "content_hash" not in have:
+                con.execute("ALTER TABLE sources RENAME COLUMN sha256 TO content_hash")
+                con.execute(
+                    "UPDATE sources SET content_hash = 'sha256:' || content_hash "
+                    "WHERE content_hash IS NOT NULL"
+                )
             for name, cols in TABLE_COLUMNS.items():
                 have = self._column_names(name)
                 for col, typ in cols.items():
@@ -352,13 +479,14 @@ class Store:
             raise RelkitError(msg)
 
     # -- sources registry -----------------------------------------------------------
-    def find_source(self, sha256: str, kind: str) -> int | None:
+    def find_source(self, content_hash: str, kind: str) -> int | None:
         """Return the ``source_id`` of a file already ingested as ``kind``, if any.
 
         Parameters
         ----------
-        sha256 : str
-            The file's SHA-256 (see :func:`file_sha256`).
+        content_hash : str
+            The file's identity, ``"blake3:<hex>"`` or ``"sha256:<hex>"`` (see
+            :func:`file_identities`).
         kind : str
             Ingest kind (``events``, ``assets``, ``lanl``, ...).
 
@@ -367,17 +495,45 @@ class Store:
         int or None
         """
         rows = self._con.execute(
-            "SELECT source_id FROM sources WHERE sha256 = ? AND kind = ? "
+            "SELECT source_id FROM sources WHERE content_hash = ? AND kind = ? "
             "ORDER BY source_id",
-            [sha256, kind],
+            [content_hash, kind],
         ).fetchall()
         return int(rows[0][0]) if rows else None
+
+    def holds_sha256(self, kind: str) -> bool:
+        """Say whether a source of ``kind`` has a SHA-256 identity (a schema-6 row).
+
+        Parameters
+        ----------
+        kind : str
+            Ingest kind.
+
+        Returns
+        -------
+        bool
+            True if a ``sources`` row of ``kind`` has a ``content_hash``
+            starting ``sha256:`` (ingested before schema 7): a file's identity
+            must then be compared by SHA-256 too.
+
+        Examples
+        --------
+        >>> with Store(":memory:") as store:
+        ...     store.holds_sha256("events")
+        False
+        """
+        rows = self._con.execute(
+            "SELECT 1 FROM sources WHERE kind = ? AND "
+            "starts_with(content_hash, 'sha256:') LIMIT 1",
+            [kind],
+        ).fetchall()
+        return bool(rows)
 
     def add_source(
         self,
         path: str | Path,
         *,
-        sha256: str,
+        content_hash: str,
         kind: str,
         options: dict[str, Any],
         n_lines: int,
@@ -391,8 +547,9 @@ class Store:
         ----------
         path : str or Path
             The file as given by the user.
-        sha256 : str
-            Its SHA-256.
+        content_hash : str
+            Its identity, ``"blake3:<hex>"`` (the first of
+            :func:`file_identities`).
         kind : str
             Ingest kind.
         options : dict
@@ -416,7 +573,7 @@ class Store:
             [
                 next_id,
                 str(path),
-                sha256,
+                content_hash,
                 kind,
                 json.dumps(options, sort_keys=True, default=str),
                 n_lines,

@@ -250,7 +250,7 @@ def test_schema_3_store_is_upgraded_in_place(tmp_path: Path) -> None:
     con = duckdb.connect(str(path), read_only=True)
     version = con.execute("SELECT value FROM relkit_meta").fetchall()
     con.close()
-    assert version == [(str(SCHEMA_VERSION),)] == [("6",)]
+    assert version == [(str(SCHEMA_VERSION),)] == [("7",)]
 
 
 # -- 3. collection spans --------------------------------------------------------------

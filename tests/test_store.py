@@ -1,14 +1,19 @@
 """The DuckDB store: foreign files, schema version, table names, appends."""
 
+import hashlib
+import shutil
 from pathlib import Path
 
+import blake3
 import duckdb
 import polars as pl
 import pytest
 
 from relkit.errors import IngestError, RelkitError, SchemaError
 from relkit.ingest import read_file
-from relkit.store import SCHEMA_VERSION, Store, file_sha256
+from relkit.store import SCHEMA_VERSION, Store, file_digest, file_identities
+
+DATA = Path(__file__).parent / "data"
 
 
 def _tables(path: Path) -> list[str]:
@@ -28,7 +33,7 @@ def test_foreign_duckdb_refused_and_unchanged(tmp_path: Path, table: str) -> Non
     con.execute(f"CREATE TABLE {table} (id INTEGER, note VARCHAR)")
     con.execute(f"INSERT INTO {table} VALUES (1, 'theirs')")
     con.close()
-    before = file_sha256(path)
+    before = file_digest(path)
     for read_only in (False, True):
         with pytest.raises(RelkitError) as err:
             Store(path, read_only=read_only)
@@ -37,7 +42,7 @@ def test_foreign_duckdb_refused_and_unchanged(tmp_path: Path, table: str) -> Non
             "it was left unchanged. Use another --db path, e.g. --db relkit.duckdb."
         )
     assert _tables(path) == [table]
-    assert file_sha256(path) == before
+    assert file_digest(path) == before
 
 
 def test_schema_version_mismatch(tmp_path: Path) -> None:
@@ -59,12 +64,12 @@ def test_not_a_database(tmp_path: Path) -> None:
     ``--db events.csv`` (arguments swapped) silently lost every write."""
     path = tmp_path / "events.csv"
     path.write_text("ts,host,failure_mode\n2024-01-01T00:00:00Z,n1,gpu/x\n")
-    before = file_sha256(path)
+    before = file_digest(path)
     for read_only in (False, True):
         with pytest.raises(RelkitError, match="is not a DuckDB database") as err:
             Store(path, read_only=read_only)
         assert "Did you swap --db and an input path?" in str(err.value)
-    assert file_sha256(path) == before
+    assert file_digest(path) == before
     with pytest.raises(RelkitError, match="is a directory"):
         Store(tmp_path)
 
@@ -139,6 +144,21 @@ _CHECKPOINTS_V5 = {
 }
 
 
+#: ``sources`` as schemas 2 to 6 declared it: the bare hex SHA-256 in ``sha256``.
+_SOURCES_V6 = {
+    "source_id": "INTEGER",
+    "path": "VARCHAR",
+    "sha256": "VARCHAR",
+    "kind": "VARCHAR",
+    "options": "VARCHAR",
+    "n_lines": "BIGINT",
+    "n_loaded": "BIGINT",
+    "n_rejected": "BIGINT",
+    "ingested_at": "TIMESTAMPTZ",
+    "n_ignored": "BIGINT",
+}
+
+
 def _make_v5(path: Path) -> None:
     """A store as schema 5 left it: today's tables but the 8-column checkpoints,
     with one events row and one checkpoints row written by hand."""
@@ -147,7 +167,8 @@ def _make_v5(path: Path) -> None:
     con = duckdb.connect(str(path))
     con.execute("CREATE TABLE relkit_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
     con.execute("INSERT INTO relkit_meta VALUES ('schema_version', '5')")
-    for name, cols in {**TABLE_COLUMNS, "checkpoints": _CHECKPOINTS_V5}.items():
+    old = {"checkpoints": _CHECKPOINTS_V5, "sources": _SOURCES_V6}
+    for name, cols in {**TABLE_COLUMNS, **old}.items():
         body = ", ".join(f'"{c}" {t}' for c, t in cols.items())
         con.execute(f"CREATE TABLE {name} ({body})")
     con.execute(
@@ -165,7 +186,7 @@ def test_schema_contract_of_checkpoints() -> None:
     """The column contract other modules code against (issue 11 §1), in order."""
     from relkit.schema import POLARS_SCHEMAS, TABLE_COLUMNS
 
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION == 7
     assert list(TABLE_COLUMNS["checkpoints"].items()) == [
         ("source_id", "INTEGER"),
         ("line_no", "BIGINT"),
@@ -191,17 +212,19 @@ def test_schema_contract_of_checkpoints() -> None:
 
 def test_schema_5_store_upgrades_in_place_and_keeps_rows(tmp_path: Path) -> None:
     """A version-5 store is refused read-only with the way to upgrade; opened for
-    writing it becomes version 6: checkpoints gains the new columns (NULL in the
-    old row), in the contract's order, and every old row stays."""
+    writing it becomes version 7: checkpoints gains the new columns (NULL in the
+    old row), in the contract's order, sources.sha256 becomes content_hash, and
+    every old row stays."""
     path = tmp_path / "v5.duckdb"
     _make_v5(path)
-    with pytest.raises(RelkitError, match=r"version 5, this relkit needs 6\. Open it"):
+    with pytest.raises(RelkitError, match=r"version 5, this relkit needs 7\. Open it"):
         Store(path, read_only=True)
     with Store(path) as store:
         pass
     with Store(path, read_only=True) as store:
         events = store.table("events")
         ck = store.table("checkpoints")
+        sources = store.table("sources")
         cols = [
             r[0]
             for r in store.connection.execute(
@@ -224,8 +247,9 @@ def test_schema_5_store_upgrades_in_place_and_keeps_rows(tmp_path: Path) -> None
     version = con.execute("SELECT value FROM relkit_meta").fetchall()
     tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
     con.close()
-    assert version == [("6",)]
+    assert version == [("7",)]
     assert not any(t.startswith("_relkit_upgrade") for t in tables)
+    assert sources.columns[:3] == ["source_id", "path", "content_hash"]
 
 
 def test_upgraded_store_takes_a_checkpoint_log(tmp_path: Path) -> None:
@@ -245,3 +269,150 @@ def test_upgraded_store_takes_a_checkpoint_log(tmp_path: Path) -> None:
         (3, None, "checkpoint_saved", 90, None),
         (1, 2, "checkpoint_restored", 90, 180.0),
     ]
+
+
+# -- schema 7: source identity by BLAKE3, content_hash, schema-6 stores -------------
+def _spec_input(n: int) -> bytes:
+    """The input of the BLAKE3 test vectors: bytes 0, 1, ..., 250 repeated."""
+    return bytes(i % 251 for i in range(n))
+
+
+@pytest.mark.parametrize(
+    ("n", "expected"),
+    [
+        (0, "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"),
+        (1025, "d00278ae47eb27b34faecf67b4fe263f82d5412916c1ffd97c8cb7fb814b8444"),
+    ],
+)
+def test_file_digest_is_blake3(tmp_path: Path, n: int, expected: str) -> None:
+    """The official BLAKE3 test vectors (test_vectors/test_vectors.json of
+    github.com/BLAKE3-team/BLAKE3, first 32 bytes of ``hash``) for inputs of 0
+    and 1025 bytes; file_identities prefixes the algorithm, and its SHA-256
+    identity is hashlib's."""
+    path = tmp_path / f"v{n}.bin"
+    path.write_bytes(_spec_input(n))
+    assert file_digest(path) == expected
+    sha = hashlib.sha256(_spec_input(n)).hexdigest()
+    assert file_identities(path) == (f"blake3:{expected}",)
+    assert file_identities(path, sha256=True) == (f"blake3:{expected}", f"sha256:{sha}")
+
+
+def test_file_digest_of_a_large_file_is_the_one_thread_digest(tmp_path: Path) -> None:
+    """A file of 5 MB (above the size hashed on several threads) has the digest
+    the blake3 package computes on one thread from the bytes in memory (BLAKE3's
+    tree makes the two equal by construction)."""
+    data = _spec_input(5_000_000)
+    path = tmp_path / "big.bin"
+    path.write_bytes(data)
+    assert file_digest(path) == blake3.blake3(data, max_threads=1).hexdigest()
+
+
+def _as_v6(db: Path, files: dict[int, Path]) -> None:
+    """Turn a store into what schema 6 wrote: ``sources.sha256`` (third column)
+    holding the bare hex SHA-256 of each file (hashlib, as schema 6's
+    ``file_sha256`` computed it) and ``schema_version`` 6. Every other column
+    and row is as the ingest wrote it (the readers did not change)."""
+    con = duckdb.connect(str(db))
+    con.execute("ALTER TABLE sources RENAME COLUMN content_hash TO sha256")
+    for source_id, f in files.items():
+        con.execute(
+            "UPDATE sources SET sha256 = ? WHERE source_id = ?",
+            [hashlib.sha256(f.read_bytes()).hexdigest(), source_id],
+        )
+    con.execute("UPDATE relkit_meta SET value = '6' WHERE key = 'schema_version'")
+    cols = con.execute(
+        "SELECT column_name FROM duckdb_columns() "
+        "WHERE table_name = 'sources' ORDER BY column_index"
+    ).fetchall()
+    con.close()
+    assert [c for (c,) in cols] == list(_SOURCES_V6)
+
+
+def _v6_store(tmp_path: Path, name: str, kind: str, **opts: object) -> Path:
+    """A schema-6 store holding one source: a copy of tests/data/``name``."""
+    log = tmp_path / name
+    shutil.copyfile(DATA / name, log)
+    db = tmp_path / "v6.duckdb"
+    with Store(db) as store:
+        read_file(store, log, kind=kind, **opts)
+    _as_v6(db, {1: log})
+    return log
+
+
+def test_schema_6_store_keeps_sha256_marked(tmp_path: Path) -> None:
+    """A version-6 store is refused read-only with the way to upgrade; opened
+    for writing, sources.sha256 becomes content_hash ``sha256:<hex>`` (the hex
+    hashlib computes on the file), in third place, and the rows stay."""
+    log = _v6_store(tmp_path, "lanl_snippet.csv", "lanl")
+    db = tmp_path / "v6.duckdb"
+    with pytest.raises(RelkitError, match=r"version 6, this relkit needs 7\. Open it"):
+        Store(db, read_only=True)
+    con = duckdb.connect(str(db), read_only=True)
+    n_events = con.execute("SELECT count(*) FROM events").fetchall()[0][0]
+    con.close()
+    with Store(db) as store:
+        assert store.holds_sha256("lanl")
+        assert not store.holds_sha256("events")
+    with Store(db, read_only=True) as store:
+        sources = store.table("sources")
+        events = store.table("events")
+    assert sources.columns[:4] == ["source_id", "path", "content_hash", "kind"]
+    sha = hashlib.sha256(log.read_bytes()).hexdigest()
+    assert sources.select("source_id", "content_hash", "kind").rows() == [
+        (1, f"sha256:{sha}", "lanl")
+    ]
+    assert events.height == n_events > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "opts"),
+    [
+        ("lanl_snippet.csv", "lanl", {}),  # hashed before the parse
+        ("kernel_nccl_edac.log", "kernel", {"host": "gpu-7"}),  # hashed meanwhile
+    ],
+)
+def test_upgraded_store_skips_the_unchanged_file(
+    tmp_path: Path, name: str, kind: str, opts: dict[str, object]
+) -> None:
+    """Regression guard for the schema-7 switch to BLAKE3: a file ingested into a
+    schema-6 store (SHA-256 identity) and read again unchanged is skipped, not
+    refused as changed; the same bytes under another path are skipped too, with
+    the note naming source 1. Nothing is written either time."""
+    log = _v6_store(tmp_path, name, kind, **opts)
+    db = tmp_path / "v6.duckdb"
+    with Store(db) as store:
+        before = store.table("events")
+        again = read_file(store, log, kind=kind, **opts)
+        copy = tmp_path / f"copy-{name}"
+        shutil.copyfile(log, copy)
+        moved = read_file(store, copy, kind=kind, **opts)
+        assert (again.skipped, again.source_id, again.note) == (True, None, None)
+        assert (moved.skipped, moved.source_id) == (True, None)
+        assert moved.note == (
+            f"the same bytes were already ingested as source 1 from {log}"
+        )
+        assert store.table("sources").height == 1
+        assert store.table("events").equals(before)
+
+
+def test_upgraded_store_refuses_the_changed_file(tmp_path: Path) -> None:
+    """A file of a schema-6 store that changed since is refused, the message
+    printing the stored identity as it is (``sha256`` and its first 12 hex
+    digits, hashlib's); with replace it is read again, its new row identified by
+    BLAKE3 (the blake3 package on the new bytes) and source 1 dropped."""
+    log = _v6_store(tmp_path, "lanl_snippet.csv", "lanl")
+    old_sha = hashlib.sha256(log.read_bytes()).hexdigest()
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:-1]))  # the last record went missing
+    db = tmp_path / "v6.duckdb"
+    with Store(db) as store:
+        n_old = store.table("sources")["n_lines"][0]
+        with pytest.raises(IngestError, match="has changed since") as err:
+            read_file(store, log, kind="lanl")
+        assert f"source 1 ({n_old} lines, sha256 {old_sha[:12]}…)" in str(err.value)
+        assert store.table("sources").height == 1
+        result = read_file(store, log, kind="lanl", replace=True)
+        sources = store.table("sources")
+    assert (result.source_id, result.replaced) == (2, (1,))
+    new = blake3.blake3(log.read_bytes()).hexdigest()
+    assert sources.select("source_id", "content_hash").rows() == [(2, f"blake3:{new}")]

@@ -22,7 +22,7 @@ import polars as pl
 
 from relkit.errors import IngestError
 from relkit.schema import UTC
-from relkit.store import Store, file_sha256
+from relkit.store import Store, file_identities
 
 #: Header columns each kind needs (required) and understands (optional).
 REQUIRED: dict[str, tuple[str, ...]] = {
@@ -658,14 +658,19 @@ def rejects_frame(table: StringTable, records: pl.DataFrame) -> pl.DataFrame:
 
 
 def _earlier(
-    store: Store, kind: str, sha: str, resolved: str
+    store: Store, kind: str, ids: tuple[str, ...], resolved: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Return the sources of ``kind`` from the same path, and of the same bytes."""
+    """Return the sources of ``kind`` from the same path, and of the same bytes.
+
+    ``ids`` are the file's identities (:func:`relkit.store.file_identities`):
+    its ``blake3:`` one, and its ``sha256:`` one when the store holds rows of
+    ``kind`` from before schema 7.
+    """
     same_path, same_bytes = [], []
     # only rows that can match are decoded (the store may hold thousands)
     opts = pl.col("options").fill_null("{}")
     maybe = (
-        (pl.col("sha256") == sha)
+        pl.col("content_hash").is_in(list(ids))
         | opts.str.contains(json.dumps(resolved)[1:-1], literal=True)
         | ~opts.str.contains('"resolved_path"', literal=True)
     )
@@ -674,7 +679,7 @@ def _earlier(
         options = json.loads(row["options"] or "{}")
         where = options.get("resolved_path") or str(Path(row["path"]).resolve())
         row = row | {"options": options, "resolved_path": where}
-        if row["sha256"] == sha:
+        if row["content_hash"] in ids:
             same_bytes.append(row)
         elif where == resolved:
             same_path.append(row)
@@ -709,11 +714,17 @@ def _skip_note(
     return None
 
 
+def _identity_text(content_hash: str | None) -> str:
+    """``"blake3:af1349b9f5f9…"`` as ``"blake3 af1349b9f5f9…"`` for a message."""
+    algorithm, _, digest = (content_hash or "unknown:").partition(":")
+    return f"{algorithm} {digest[:12]}…"
+
+
 def _changed_message(earlier: list[dict[str, Any]]) -> str:
     ids = [str(r["source_id"]) for r in earlier]
     what = ", ".join(
         f"{r['source_id']} ({r['n_lines']} line{'' if r['n_lines'] == 1 else 's'}, "
-        f"sha256 {r['sha256'][:12]}…)"
+        f"{_identity_text(r['content_hash'])})"
         for r in earlier
     )
     which = f"source {ids[0]}'s" if len(ids) == 1 else f"sources {', '.join(ids)}'"
@@ -759,8 +770,12 @@ def ingest(
     resolved = str(p.resolve())
     options = {**options, **as_of_option(path, as_of)}
 
-    def decide(sha: str) -> tuple[IngestResult | None, tuple[int, ...]]:
-        same_path, same_bytes = _earlier(store, kind, sha, resolved)
+    # a store upgraded from schema 6 identifies older files by SHA-256: the file's
+    # SHA-256 is computed too (only then), so an unchanged file is still skipped
+    legacy = store.holds_sha256(kind)
+
+    def decide(ids: tuple[str, ...]) -> tuple[IngestResult | None, tuple[int, ...]]:
+        same_path, same_bytes = _earlier(store, kind, ids, resolved)
         if not replace and same_bytes:
             note = _skip_note(same_bytes[0], resolved, options)
             skip = IngestResult(str(path), kind, None, 0, 0, 0, skipped=True, note=note)
@@ -770,10 +785,10 @@ def ingest(
         return None, tuple(sorted(r["source_id"] for r in same_path + same_bytes))
 
     if overlap_hash:
-        # hash in a thread while parsing (hashlib releases the GIL); the parse
+        # hash in a thread while parsing (blake3 releases the GIL); the parse
         # asks keep_going() between batches and stops once the hash says skip
         with ThreadPoolExecutor(max_workers=1) as pool:
-            future = pool.submit(file_sha256, p)
+            future = pool.submit(file_identities, p, sha256=legacy)
             verdict: list[tuple[IngestResult | None, tuple[int, ...]]] = []
 
             def keep_going() -> bool:
@@ -782,15 +797,15 @@ def ingest(
                 return not verdict or verdict[0][0] is None
 
             maybe = parse(p, keep_going)  # type: ignore[call-arg]
-            sha = future.result()
-        skip, drop = verdict[0] if verdict else decide(sha)
+            ids = future.result()
+        skip, drop = verdict[0] if verdict else decide(ids)
         if skip is not None:
             return skip
         assert maybe is not None  # keep_going stops only for a skip
         parsed = maybe
     else:
-        sha = file_sha256(p)
-        skip, drop = decide(sha)
+        ids = file_identities(p, sha256=legacy)
+        skip, drop = decide(ids)
         if skip is not None:
             return skip
         parsed = parse(p)
@@ -817,7 +832,7 @@ def ingest(
             store.append("ignored", ignored.with_columns(source_id=pl.lit(source_id)))
         got = store.add_source(
             str(path),
-            sha256=sha,
+            content_hash=ids[0],
             kind=kind,
             options={
                 **options,

@@ -37,7 +37,7 @@ from relkit.ingest._common import (
     localize,
 )
 from relkit.schema import POLARS_SCHEMAS, UTC, require_columns
-from relkit.store import Store, file_sha256
+from relkit.store import Store, file_identities
 
 __all__ = [
     "normalize_pci",
@@ -825,12 +825,13 @@ def _stored_snapshots(store: Store, host: str, p: Path) -> list[dict[str, Any]]:
     stored = store.table("gpu_snapshots").filter(pl.col("host") == host)
     if stored.is_empty():
         return []
-    sha, resolved = file_sha256(p), str(p.resolve())
+    ids = file_identities(p, sha256=store.holds_sha256(KIND))
+    resolved = str(p.resolve())
     paths: dict[int, str] = {}
     for src in store.table("sources").filter(kind=KIND).iter_rows(named=True):
         options = json.loads(src["options"] or "{}")
         where = options.get("resolved_path") or str(Path(src["path"]).resolve())
-        if src["sha256"] != sha and where != resolved:
+        if src["content_hash"] not in ids and where != resolved:
             paths[src["source_id"]] = src["path"]
     rows = []
     for row in stored.filter(pl.col("source_id").is_in(list(paths))).iter_rows(
