@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(DEVSTAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
 	touch $@ $(STAMP)
 
 install: $(STAMP)  ## Create .venv (if missing) and install relkit
