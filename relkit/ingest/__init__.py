@@ -8,7 +8,9 @@ tables), :func:`read_lanl` (the public LANL failure records),
 ``sacct -P`` dumps), :func:`read_k8s` (Kubernetes pod and job JSON) and
 :func:`read_checkpoints` (a training run's checkpoint and step log, JSON Lines
 or a CSV of checkpoint times); :func:`read_path` also takes a directory of
-kernel logs. Every input
+kernel logs, and the Parquet of logs parsed on Ray or Spark
+(:mod:`relkit.distributed`; kind ``parsed-logs``, :func:`read_parsed_logs`,
+one ``kernel`` source per log file). Every input
 record ends up as a row or in ``rejects`` with a reason; a file whose bytes were
 already ingested as the same kind is skipped, and a file that changed since it
 was read from the same path is refused unless ``replace=True`` (``--replace``).
@@ -27,6 +29,7 @@ from relkit.ingest.k8s import read_k8s
 from relkit.ingest.kernel import read_kernel
 from relkit.ingest.nvsmi import read_nvsmi
 from relkit.ingest.papers import read_cluster_summary, read_paper_table
+from relkit.ingest.parsed_logs import read_parsed_logs
 from relkit.ingest.public import read_lanl
 from relkit.ingest.slurm import parse_job_ids, read_sacct
 from relkit.ingest.tables import read_assets, read_events
@@ -49,15 +52,34 @@ __all__ = [
     "read_lanl",
     "read_nvsmi",
     "read_paper_table",
+    "read_parsed_logs",
     "read_path",
     "read_sacct",
 ]
 
 #: Kinds :func:`read_file` understands.
-KINDS = ("events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s", "checkpoints")
+KINDS = (
+    "events",
+    "assets",
+    "lanl",
+    "kernel",
+    "nvsmi",
+    "sacct",
+    "k8s",
+    "checkpoints",
+    "parsed-logs",
+)
 
 Kind = Literal[
-    "events", "assets", "lanl", "kernel", "nvsmi", "sacct", "k8s", "checkpoints"
+    "events",
+    "assets",
+    "lanl",
+    "kernel",
+    "nvsmi",
+    "sacct",
+    "k8s",
+    "checkpoints",
+    "parsed-logs",
 ]
 
 
@@ -93,7 +115,8 @@ def read_file(
         -P`` dump), ``k8s`` (Kubernetes pod/job JSON, ``kubectl get -o
         json``) or ``checkpoints`` (a training run's checkpoint and step log:
         JSON Lines, or a CSV of checkpoint times; see
-        :func:`read_checkpoints`).
+        :func:`read_checkpoints`); ``parsed-logs`` (the Parquet of
+        :mod:`relkit.distributed`) is read by :func:`read_path` only.
     tz : str, optional
         IANA zone of zone-less timestamps in ``events``/``assets``/
         ``checkpoints`` files (e.g. ``"UTC"``). The LANL times are always
@@ -101,8 +124,8 @@ def read_file(
     replace : bool, default False
         Re-read the file although it was ingested before (``--replace``): the
         rows of every earlier source of ``kind`` with the same resolved path or
-        the same SHA-256 are dropped from all tables, with their ``sources``
-        rows, in the transaction that writes the new rows.
+        the same bytes (``sources.content_hash``) are dropped from all tables,
+        with their ``sources`` rows, in the transaction that writes the new rows.
     reference_date : str or date, optional
         Kernel logs: the date the log was collected, needed to place year-less
         RFC 3164 syslog stamps (``--reference-date``).
@@ -133,7 +156,7 @@ def read_file(
     IngestResult
         ``path, kind, source_id, n_lines, n_loaded, n_rejected, skipped, note,
         replaced``; ``n_lines == n_loaded + n_rejected``. ``skipped=True`` (and
-        ``source_id=None``) when a file with the same SHA-256 was already
+        ``source_id=None``) when a file with the same bytes was already
         ingested as ``kind`` and ``replace`` is False: nothing is written, and
         ``note`` says so when the earlier read used other options (``tz``).
         ``replaced`` lists the dropped sources.
@@ -154,7 +177,10 @@ def read_file(
 
     Notes
     -----
-    The file's SHA-256 is computed first. One file's rows, rejects and its
+    The file's identity, its BLAKE3 digest (:func:`relkit.store.file_digest`;
+    also its SHA-256 when the store holds sources of ``kind`` ingested before
+    schema 7, whose ``content_hash`` is ``sha256:<hex>``), is computed first.
+    One file's rows, rejects and its
     ``sources`` row (with the resolved path in its options) are written, and
     with ``replace`` the earlier sources dropped, inside one
     :meth:`Store.transaction`, so an error leaves the store as it was.
@@ -272,6 +298,9 @@ def _read_other(
             pseudonymize=pseudonymize,
             pseudonym_key_file=pseudonym_key_file,
         )
+    if kind == "parsed-logs":  # many sources in one output: read_path
+        msg = "holds one source per log file; read it with read_path()."
+        raise IngestError(path, msg)
     if kind == "kernel":
         if Path(path).is_dir():
             msg = "is a directory; read it with read_path() (relkit ingest DIR)."
@@ -307,6 +336,7 @@ def read_path(
     as_of: str | dt.datetime | None = None,
     boot_time: str | dt.datetime | None = None,
     fields: Sequence[str] | str | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> list[IngestResult]:
     """Ingest a file, or for ``kind="kernel"`` a directory of per-host logs.
 
@@ -315,7 +345,10 @@ def read_path(
     store : Store
         Open, writable store.
     path : str or Path
-        A file; with ``kind="kernel"`` also a directory (each file its own source).
+        A file; with ``kind="kernel"`` also a directory (each file its own
+        source); with ``kind="parsed-logs"`` the Parquet output of
+        :mod:`relkit.distributed` (a directory or file; each log file its own
+        ``kernel`` source, :func:`read_parsed_logs`).
     kind : str
         One of :data:`KINDS`: what the file holds (see :func:`read_file`).
     tz : str, optional
@@ -343,6 +376,9 @@ def read_path(
         ``dmesg`` kernel clocks (see :func:`read_kernel`).
     fields : sequence of str or str, optional
         ``sacct``: the columns of a header-less dump (see :func:`read_file`).
+    progress : callable, optional
+        Kernel logs: gets a progress line every 2 s of a long read (see
+        :func:`read_kernel`); other kinds ignore it.
 
     Returns
     -------
@@ -354,6 +390,21 @@ def read_path(
     IngestError
         As :func:`read_file`.
     """
+    if kind == "parsed-logs":  # parsed on Ray or Spark: the options were used there
+        _refuse_unread_options(
+            path,
+            kind,
+            tz=tz,
+            reference_date=reference_date,
+            host=host,
+            host_from_filename=host_from_filename or None,
+            boot_time=boot_time,
+            pseudonymize=pseudonymize or None,
+            pseudonym_key_file=pseudonym_key_file,
+            snapshot_ts=snapshot_ts,
+            fields=fields,
+        )
+        return read_parsed_logs(store, path, replace=replace, as_of=as_of)
     if kind == "kernel":
         _refuse_unread_options(
             path,
@@ -374,6 +425,7 @@ def read_path(
                 replace=replace,
                 as_of=as_of,
                 boot_time=boot_time,
+                progress=progress,
             )
         )
     if boot_time is not None:
@@ -409,6 +461,7 @@ _OPTION_KINDS: dict[str, tuple[str, tuple[str, ...]]] = {
     "reference_date": ("--reference-date", ("kernel",)),
     "host": ("--host", ("kernel", "nvsmi")),
     "host_from_filename": ("--host-from-filename", ("kernel",)),
+    "boot_time": ("--boot-time", ("kernel",)),
     "pseudonymize": ("--pseudonymize", ("sacct", "k8s")),
     "pseudonym_key_file": ("--pseudonym-key-file", ("sacct", "k8s")),
     "snapshot_ts": ("--snapshot-ts", ("k8s",)),

@@ -543,7 +543,9 @@ class LineFrames:
     the number of lines read, ``last_line`` the last non-blank line (its
     time ends the log's observation) and ``spans`` a :class:`HostSpan` per
     host key (the syslog host of a line, else ``host``, else ``""``), in order
-    of first appearance. ``keep_going`` is asked between frames; when it
+    of first appearance. ``on_progress``, if given, is called with the bytes
+    (decompressed) and lines read after each block. ``keep_going`` is asked
+    between frames; when it
     returns False the iteration stops early (``stopped``). ``on_batch``, if
     given, is called with every batch's ``line_no, line, blank, syslog_host``
     (all its lines; e.g. :meth:`relkit.ingest._kernel_spans.WallEnds.add`).
@@ -561,8 +563,12 @@ class LineFrames:
         keep_going: Callable[[], bool] | None = None,
         host: str | None = None,
         on_batch: Callable[[pl.DataFrame], None] | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
     ) -> None:
         self.path = path
+        self.on_progress = on_progress
+        #: Bytes read so far (decompressed).
+        self.n_bytes = 0
         self.full = full
         self.on_batch = on_batch
         self.keep_going = keep_going or (lambda: True)
@@ -602,6 +608,9 @@ class LineFrames:
                     break
             offset += n
             self.n_lines = offset
+            self.n_bytes += len(data)
+            if self.on_progress is not None:
+                self.on_progress(self.n_bytes, offset)
             yield _kept(rows, full=self.full)
 
     def __iter__(self) -> Iterator[pl.DataFrame]:

@@ -59,6 +59,7 @@ from relkit.ingest._kernel_time import (
     resolve_times,
     wall_times,
 )
+from relkit.ingest._progress import ProgressMeter
 from relkit.store import Store
 
 __all__ = [
@@ -201,6 +202,7 @@ def _parse(
     full: bool = False,
     keep_going: Callable[[], bool] | None = None,
     boot_time: dt.datetime | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> _Parsed | None:
     """Stream one file through classify, times and context; hold only kept rows.
 
@@ -217,7 +219,12 @@ def _parse(
     walls = WallEnds(tz=tz, ref=ref, host=host, path=path)
     return _parse_frames(
         LineFrames(
-            path, full=full, keep_going=keep_going, host=host, on_batch=walls.add
+            path,
+            full=full,
+            keep_going=keep_going,
+            host=host,
+            on_batch=walls.add,
+            on_progress=on_progress,
         ),
         tz=tz,
         ref=ref,
@@ -503,6 +510,7 @@ def read_kernel(
     replace: bool = False,
     as_of: str | dt.datetime | None = None,
     boot_time: str | dt.datetime | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> list[IngestResult]:
     r"""Ingest kernel/syslog logs (a file, a compressed file or a directory of them).
 
@@ -545,6 +553,12 @@ def read_kernel(
         suffixes, ``node7.log.gz`` -> ``node7.btime``) holding ``btime
         <epoch>`` (``grep btime /proc/stat > node7.btime``) or an ISO 8601
         time with a zone is used. A zone-less time is an error.
+    progress : callable, optional
+        Gets a one-line message every 2 s of a long read (lines, bytes of the
+        file or directory and the share done, lines and bytes per second, time
+        left; a directory also files done of all), e.g. ``relkit ingest``
+        prints them on stderr (``--quiet`` silences them). Reads shorter than
+        2 s say nothing.
 
     Returns
     -------
@@ -642,8 +656,32 @@ def read_kernel(
             )
             raise IngestError(path, msg)
 
-    def read(f: Path) -> IngestResult:
+    targets = files if p.is_dir() else [p]
+    sizes = [_size_or_zero(f) for f in targets]
+    # a compressed file's share of the bytes is counted when it ends
+    plain = [progress is None or _is_plain(f) for f in targets]
+    meter = ProgressMeter(
+        progress,
+        str(path),
+        total_bytes=sum(sizes) or None,
+        total_files=len(targets) if p.is_dir() else None,
+    )
+    done_bytes = done_lines = 0
+    n_done = 0
+
+    def read(k: int, f: Path) -> IngestResult:
         host_f = file_host(f) if host_from_filename else host
+
+        def on_progress(n_bytes: int, n_lines: int) -> None:
+            # a compressed file's bytes are counted when it ends (its size on
+            # disk is not what is read)
+            here = min(n_bytes, sizes[k]) if plain[k] else 0
+            meter.update(
+                n_bytes=done_bytes + here,
+                n_lines=done_lines + n_lines,
+                n_files=n_done if p.is_dir() else None,
+            )
+
         return _read_one(
             store,
             f,
@@ -653,20 +691,43 @@ def read_kernel(
             replace=replace,
             as_of=as_of,
             boot=boot,
+            on_progress=on_progress if progress is not None else None,
         )
 
     if not p.is_dir():
-        return [read(p)]
+        return [read(0, p)]
     # a directory: each file its own source; a bad file does not stop the others
     results, failures = [], []
-    for f in files:
+    for k, f in enumerate(files):
         try:
-            results.append(read(f))
+            got = read(k, f)
         except IngestError as exc:
             failures.append(exc)
+        else:
+            results.append(got)
+            done_lines += got.n_lines
+        n_done += 1
+        done_bytes += sizes[k]
+        meter.update(n_bytes=done_bytes, n_lines=done_lines, n_files=n_done)
     if failures:
         raise PartialIngestError(path, failures, results, len(files))
     return results
+
+
+def _size_or_zero(path: Path) -> int:
+    """Return a file's size in bytes (0 when unreadable: its error comes later)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _is_plain(path: Path) -> bool:
+    """Whether a file is not compressed (False when it cannot be opened)."""
+    try:
+        return compression(path) is None
+    except OSError:
+        return False
 
 
 def _unknown_xid_note(events: pl.DataFrame) -> str | None:
@@ -783,6 +844,7 @@ def _parse_log(
     boot: dt.datetime | None,
     named: Path | None = None,
     keep_going: Callable[[], bool] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> KernelLog | None:
     """:func:`parse_kernel_log` with checked options (None: ``keep_going`` stopped)."""
     reading = options_dict(tz, ref, host, boot)
@@ -795,7 +857,13 @@ def _parse_log(
     if record is not None:
         boot, boot_from = record[0], record[1].name
     parsed = _parse(
-        path, tz=tz, ref=ref, host=host, keep_going=keep_going, boot_time=boot
+        path,
+        tz=tz,
+        ref=ref,
+        host=host,
+        keep_going=keep_going,
+        boot_time=boot,
+        on_progress=on_progress,
     )
     if parsed is None:
         return None
@@ -837,12 +905,21 @@ def _read_one(
     replace: bool,
     as_of: str | dt.datetime | None = None,
     boot: dt.datetime | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> IngestResult:
     """Check, hash, skip or refuse, parse and write one kernel-log file."""
     reading = options_dict(tz, ref, host, boot)
 
     def parse(p: Path, keep_going: Callable[[], bool]) -> Parsed | None:
-        log = _parse_log(p, tz=tz, ref=ref, host=host, boot=boot, keep_going=keep_going)
+        log = _parse_log(
+            p,
+            tz=tz,
+            ref=ref,
+            host=host,
+            boot=boot,
+            keep_going=keep_going,
+            on_progress=on_progress,
+        )
         if log is None:
             return None
         tables = {"events": log.events}
