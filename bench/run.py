@@ -14,6 +14,18 @@ same data, interleaved, and reports the median ratio.
 - ``startup``: ``relkit --version``, ``--help`` and a bad option vs ``python -c
   pass``, fresh processes, target <= 3 (``bench/bench_startup.py``; it also prints
   one JSON line per command).
+- ``distributed_parse``: ``relkit.distributed.ray_parse`` on 1 and 2 local Ray
+  workers vs ``read_kernel`` on the same simulated archive, lines per second,
+  and a stated projection for one day of a 12,500-node fleet
+  (``bench/bench_distributed.py``; skipped without ray).
+
+- ``kernel_ingest``: a 10-million-line mixed syslog (1.2 GB) through
+  ``read_kernel`` vs DuckDB's plain scan, ``grep -c -F -f KEYWORDS`` and a
+  line-by-line Python loop, with peak memory (``bench/bench_kernel_ingest.py``,
+  run as its own process; its summary line is printed here).
+- ``kernel_dir``: a directory of 1,000 per-host files vs the same lines in one
+  file, target <= 1.5 (``bench/bench_kernel_dir.py``; ``--files 10000`` for the
+  issue's size).
 
 Usage: ``python bench/run.py [--repeat N]`` (prints one JSON line per benchmark).
 """
@@ -106,6 +118,29 @@ def main() -> None:
     from bench_startup import startup_benchmark  # beside this file
 
     print(json.dumps(startup_benchmark(15)), flush=True)
+
+    import subprocess
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    for script in ("bench_kernel_ingest.py", "bench_kernel_dir.py"):
+        # their own processes (peak memory is per process); progress on stderr
+        out = subprocess.run(
+            [sys.executable, str(here / script)],
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        print(out.stdout.strip().splitlines()[-1], flush=True)
+
+    from bench_distributed import distributed_benchmark  # beside this file
+
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        print("bench distributed_parse: skipped, ray not installed", file=sys.stderr)
+    else:
+        print(json.dumps(distributed_benchmark()), flush=True)
 
 
 if __name__ == "__main__":
