@@ -1,6 +1,8 @@
 """The DuckDB store: foreign files, schema version, table names, appends."""
 
 import hashlib
+import multiprocessing
+import multiprocessing.queues
 import shutil
 from pathlib import Path
 
@@ -416,3 +418,28 @@ def test_upgraded_store_refuses_the_changed_file(tmp_path: Path) -> None:
     assert (result.source_id, result.replaced) == (2, (1,))
     new = blake3.blake3(log.read_bytes()).hexdigest()
     assert sources.select("source_id", "content_hash").rows() == [(2, f"blake3:{new}")]
+
+
+def _digest_into(path: Path, out: "multiprocessing.queues.Queue[str]") -> None:
+    out.put(file_digest(path))
+
+
+def test_file_digest_works_in_a_forked_child(tmp_path: Path) -> None:
+    """Regression guard: with the blake3 package's process-wide thread pool
+    (``max_threads=AUTO``), a child forked after the parent hashed a large file
+    hung for ever on its next hash. The child's digest equals the parent's."""
+    path = tmp_path / "big.bin"
+    path.write_bytes(_spec_input(5_000_000))
+    parent = file_digest(path)
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_digest_into, args=(path, out))
+    child.start()
+    try:
+        got = out.get(timeout=300)  # a hang guard, not a timing
+    finally:
+        child.join(timeout=60)
+        if child.is_alive():  # pragma: no cover - the regression
+            child.kill()
+    assert got == parent
+    assert child.exitcode == 0
