@@ -13,7 +13,6 @@ import os
 import sys
 import time
 import warnings
-from pathlib import Path
 
 from relkit.errors import PartialIngestError, RelkitError, RelkitWarning
 
@@ -24,6 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from datetime import datetime
+    from pathlib import Path
     from typing import Any
 
     import polars as pl
@@ -151,6 +151,8 @@ def _directory_summary(where: str, path: str, done: list, took: float) -> str:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from relkit.ingest import read_path
     from relkit.store import Store
 
@@ -496,6 +498,8 @@ def _cmd_rejects(args: argparse.Namespace) -> int:
             ),
         )
         if args.source is not None:
+            from pathlib import Path
+
             wanted = str(Path(args.source).resolve())
             keep = [
                 p for p in rows["source"].unique().to_list()
@@ -555,6 +559,8 @@ def _cmd_ettr(args: argparse.Namespace) -> int:
 
 
 def _out_dir(text: str) -> Path:
+    from pathlib import Path
+
     out = Path(text)
     if out.exists() and not out.is_dir():
         msg = f"--out {text}: exists and is not a directory; give a directory path"
@@ -667,6 +673,40 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter with the terminal width looked up once per process.
+
+    argparse makes a formatter for every option it adds (to check its help
+    text) and each asks the terminal for its width; relkit adds hundreds, and
+    start-up is measured (``bench/bench_startup.py``).
+    """
+
+    _width: int | None = None
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        if width is None:
+            if _HelpFormatter._width is None:
+                import shutil
+
+                _HelpFormatter._width = shutil.get_terminal_size().columns - 2
+            width = _HelpFormatter._width
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose help uses :class:`_HelpFormatter` by default."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # noqa: ANN401
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser of the ``relkit`` command.
 
@@ -675,12 +715,14 @@ def build_parser() -> argparse.ArgumentParser:
     argparse.ArgumentParser
         The parser, with one sub-command per verb.
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="relkit",
         description="Reliability answers from GPU cluster failure and job logs.",
     )
     parser.add_argument("--version", action="version", version="relkit 0.1.0")
-    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    verbs = parser.add_subparsers(
+        dest="verb", required=True, metavar="VERB", parser_class=_Parser
+    )
 
     p = verbs.add_parser("ingest", help="read raw files into the store")
     _add_db(p)

@@ -4,7 +4,12 @@ Every error relkit raises on purpose derives from :class:`RelkitError`, so a
 caller (and the command line) can tell a data problem from a bug.
 """
 
-from pathlib import Path
+from __future__ import annotations
+
+#: ``typing.TYPE_CHECKING`` without importing typing (start-up, issue 13 §3).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "CensoringWarning",
