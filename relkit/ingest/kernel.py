@@ -13,7 +13,7 @@ host for boot numbering (reboots), the first walled clock line of each boot is
 parsed as its anchor, and the candidates, a small share of a log, are
 classified and timed in one call at the end. Other lines are counted as
 ``no_signal`` (or ``blank``) without parsing their framing or time. The file's
-SHA-256 (its identity in the store) is computed in a thread meanwhile.
+BLAKE3 digest (its identity in the store) is computed in a thread meanwhile.
 """
 
 import datetime as dt
