@@ -108,8 +108,9 @@ def parse_with_ray(
 
     from relkit.distributed import ray_parse
 
-    # one summary line on stderr, not Ray Data's progress and INFO logs
+    # one summary line on stderr, not Ray Data's progress bars and INFO logs
     logging.getLogger("ray").setLevel(logging.WARNING)
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
     ray.data.DataContext.get_current().enable_progress_bars = False
     where = args.address or "local"
     progress(f"parsing {', '.join(args.paths)} on Ray ({where}) into {args.out}")
