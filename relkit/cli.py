@@ -153,6 +153,10 @@ def _directory_summary(where: str, path: str, done: list, took: float) -> str:
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    if args.engine == "ray":  # parse on Ray, then load its output as parsed-logs
+        from relkit._cli_distributed import parse_with_ray
+
+        args = parse_with_ray(args, progress=_progress)
     from relkit.ingest import read_path
     from relkit.store import Store
 
@@ -738,6 +742,7 @@ def build_parser() -> argparse.ArgumentParser:
             "sacct",
             "k8s",
             "checkpoints",
+            "parsed-logs",
         ),
         help="normalised events or assets CSV/Parquet, the LANL failure data, "
         "kernel/syslog logs (file, .gz or directory), nvidia-smi -q snapshots, "
@@ -802,6 +807,9 @@ def build_parser() -> argparse.ArgumentParser:
         "2025-06-11T12:05Z): where open-ended observation of their units ends",
     )
     p.add_argument("paths", nargs="+", metavar="PATH")
+    from relkit._cli_distributed import add_engine_options
+
+    add_engine_options(p)
     _add_format(p)
     p.set_defaults(func=_cmd_ingest)
 

@@ -883,3 +883,201 @@ def ingest(
         n_reasons=n_reasons,
         flag_counts=_flag_counts(parsed.tables),
     )
+
+
+def _known_sources(store: Store, kind: str) -> list[dict[str, Any]]:
+    """Every source of ``kind``, options decoded, with its ``resolved_path``."""
+    rows = []
+    for row in (
+        store.table("sources").filter(pl.col("kind") == kind).iter_rows(named=True)
+    ):
+        options = json.loads(row["options"] or "{}")
+        where = options.get("resolved_path") or str(Path(row["path"]).resolve())
+        rows.append(row | {"options": options, "resolved_path": where})
+    return rows
+
+
+def ingest_many(
+    store: Store,
+    paths: list[Path],
+    *,
+    kind: str,
+    options: list[dict[str, Any]],
+    parse_many: Callable[[list[Path]], list[Parsed | IngestError]],
+    replace: bool = False,
+    as_of: str | dt.datetime | None = None,
+) -> list[IngestResult | IngestError]:
+    """:func:`ingest` for many files at once: one look at the store, one write.
+
+    Each file is checked, identified, skipped or refused exactly as
+    :func:`ingest` would (the store's sources are read once for all, not once
+    per file), the files to read are parsed together by ``parse_many`` (one
+    :class:`Parsed` or IngestError per file, in order), and all are written in
+    one transaction, each its own source with ``source_id`` in file order.
+    A file whose bytes equal an earlier file's of the same call is left to a
+    later round, so it is skipped (or, with ``replace``, replaces it) as when
+    the files are read one after the other. Returns one IngestResult or
+    IngestError per path, in order.
+    """
+    out: list[IngestResult | IngestError | None] = [None] * len(paths)
+    legacy = store.holds_sha256(kind)
+    todo = list(range(len(paths)))
+    while todo:
+        known = _known_sources(store, kind)
+        by_hash: dict[str, list[dict[str, Any]]] = {}
+        by_path: dict[str, list[dict[str, Any]]] = {}
+        for row in known:
+            by_hash.setdefault(row["content_hash"], []).append(row)
+            by_path.setdefault(row["resolved_path"], []).append(row)
+        now, later, seen = [], [], set()
+        plans: dict[int, tuple[Path, str, dict[str, Any], tuple[str, ...]]] = {}
+        for i in todo:
+            path = paths[i]
+            try:
+                p = check_file(path)
+                opts = {**options[i], **as_of_option(path, as_of)}
+                ids = file_identities(p, sha256=legacy)
+            except IngestError as exc:
+                out[i] = exc
+                continue
+            if seen.intersection(ids):
+                later.append(i)  # the same bytes as a file of this round
+                continue
+            resolved = str(p.resolve())
+            same_bytes = [r for h in ids for r in by_hash.get(h, [])]
+            same_bytes.sort(key=lambda r: r["source_id"])
+            same_path = [
+                r for r in by_path.get(resolved, []) if r["content_hash"] not in ids
+            ]
+            if not replace and same_bytes:
+                note = _skip_note(same_bytes[0], resolved, opts)
+                out[i] = IngestResult(
+                    str(path), kind, None, 0, 0, 0, skipped=True, note=note
+                )
+                continue
+            if not replace and same_path:
+                out[i] = IngestError(path, _changed_message(same_path))
+                continue
+            seen.update(ids)
+            drop = tuple(sorted({r["source_id"] for r in same_path + same_bytes}))
+            plans[i] = (p, resolved, opts, ids)
+            now.append((i, drop))
+        if now:
+            parsed = parse_many([plans[i][0] for i, _ in now])
+            _write_many(store, kind, paths, plans, now, parsed, out)
+        todo = later
+    return [r for r in out if r is not None]
+
+
+def _write_many(
+    store: Store,
+    kind: str,
+    paths: list[Path],
+    plans: dict[int, tuple[Path, str, dict[str, Any], tuple[str, ...]]],
+    now: list[tuple[int, tuple[int, ...]]],
+    parsed: list[Parsed | IngestError],
+    out: list[IngestResult | IngestError | None],
+) -> None:
+    """Write the parsed files of one :func:`ingest_many` round in one transaction."""
+    good = []
+    for (i, drop), got in zip(now, parsed, strict=True):
+        if isinstance(got, IngestError):
+            out[i] = got
+            continue
+        n_ignored = 0 if got.ignored is None else int(got.ignored["n_lines"].sum())
+        if got.n_loaded + n_ignored + got.rejects.height != got.n_lines:
+            msg = (  # pragma: no cover - an internal error
+                f"internal error: {got.n_lines} lines but {got.n_loaded} loaded + "
+                f"{n_ignored} ignored + {got.rejects.height} rejected. Please "
+                "report this with the file."
+            )
+            out[i] = IngestError(paths[i], msg)
+            continue
+        good.append((i, drop, got, n_ignored))
+    if not good:
+        return
+    with store.transaction():
+        first = store.next_source_id()
+        tables: dict[str, list[pl.DataFrame]] = {}
+        sources = []
+        for n, (i, _, got, n_ignored) in enumerate(good):
+            source_id = first + n
+            _, resolved, opts, ids = plans[i]
+            assert got.after_write is None  # not for readers that need it
+            for name, frame in got.tables.items():
+                # failure_modes keys its rows by mode; the source only declared them
+                key = "declared_source_id" if name == "failure_modes" else "source_id"
+                if frame.height:
+                    tables.setdefault(name, []).append(
+                        frame.with_columns(pl.lit(source_id, pl.Int32).alias(key))
+                    )
+            for name, frame in (("rejects", got.rejects), ("ignored", got.ignored)):
+                if frame is not None and frame.height:
+                    tables.setdefault(name, []).append(
+                        frame.with_columns(source_id=pl.lit(source_id, pl.Int32))
+                    )
+            span = (
+                {}
+                if {"first_record_ts", "last_record_ts"} <= got.options.keys()
+                else record_span(got.tables)
+            )
+            sources.append(
+                {
+                    "source_id": source_id,
+                    "path": str(paths[i]),
+                    "content_hash": ids[0],
+                    "kind": kind,
+                    "options": json.dumps(
+                        {**opts, **span, **got.options, "resolved_path": resolved},
+                        sort_keys=True,
+                        default=str,
+                    ),
+                    "n_lines": got.n_lines,
+                    "n_loaded": got.n_loaded,
+                    "n_rejected": got.rejects.height,
+                    "ingested_at": dt.datetime.now(dt.UTC),
+                    "n_ignored": n_ignored,
+                }
+            )
+        for name, frames in tables.items():
+            store.append(name, pl.concat(frames, how="diagonal_relaxed"))
+        store.append("sources", pl.DataFrame(sources))
+        drops = sorted({d for _, drop, _, _ in good for d in drop})
+        store.drop_sources(drops)
+    for n, (i, drop, got, n_ignored) in enumerate(good):
+        source_id = first + n
+        opts = plans[i][2]
+        notes = [got.note] if got.note else []
+        if drop:
+            text = ", ".join(map(str, drop))
+            notes.append(
+                f"replaced source{'s' if len(drop) > 1 else ''} {text} (rows dropped)"
+            )
+        last = got.options.get("last_record_ts")
+        if last is None:
+            last = record_span(got.tables).get("last_record_ts")
+        as_of_ts = opts.get("as_of_ts")
+        if (
+            as_of_ts
+            and last
+            and dt.datetime.fromisoformat(last) > dt.datetime.fromisoformat(as_of_ts)
+        ):
+            notes.append(
+                f"the file's last record ({last}) is after --as-of {opts['as_of_ts']}"
+            )
+        top, n_reasons = _top_rejects(got.rejects)
+        out[i] = IngestResult(
+            str(paths[i]),
+            kind,
+            source_id,
+            got.n_lines,
+            got.n_loaded,
+            got.rejects.height,
+            skipped=False,
+            note="; ".join(notes) or None,
+            replaced=drop,
+            n_ignored=n_ignored,
+            top_rejects=top,
+            n_reasons=n_reasons,
+            flag_counts=_flag_counts(got.tables),
+        )

@@ -604,14 +604,33 @@ def classify_lines(lines: pl.Series, *, offset: int = 0) -> pl.DataFrame:
     return classify_numbered(raw, line_no)
 
 
-def classify_numbered(raw: pl.Series, line_no: pl.Series) -> pl.DataFrame:
-    """:func:`classify_lines` of lines with the given (increasing) line numbers."""
+def classify_numbered(
+    raw: pl.Series,
+    line_no: pl.Series,
+    *,
+    part: pl.Series | None = None,
+) -> pl.DataFrame:
+    """:func:`classify_lines` of lines with the given (increasing) line numbers.
+
+    ``part`` (one value per line, e.g. the file a line comes from when the
+    lines of several files are classified together) keeps parts apart: lines
+    of different parts are never duplicates of each other, and lines whose
+    framing names no host are linked only within their part (their ``host``
+    stays null).
+    """
     n = raw.len()
     base = split_framing(raw).with_columns(
         i=pl.int_range(n, dtype=pl.Int64),
-        line_hash=raw.hash(),
+        line_hash=raw.hash() if part is None else pl.struct(raw, part).hash(),
         blank=raw.str.strip_chars() == "",
     )
+    if part is not None:
+        # a placeholder host per part for host-less lines, removed after linking
+        base = base.with_columns(
+            host=pl.coalesce(
+                pl.col("host"), pl.lit(_NO_HOST) + pl.lit(part).cast(pl.String)
+            )
+        )
     cand = base.filter(pl.col("msg").str.contains(kp.KEYWORDS)).select("i", "msg")
     sig = _signals(cand, _xid_modes()) if cand.height else None
     out = base.drop("msg")
@@ -648,7 +667,16 @@ def classify_numbered(raw: pl.Series, line_no: pl.Series) -> pl.DataFrame:
         flags=pl.lit(None, dtype=pl.String),
     )
     out = link_context(out.select(list(_OUT_SCHEMA)).cast(_OUT_SCHEMA))
+    if part is not None:
+        out = out.with_columns(
+            host=pl.when(~pl.col("host").str.starts_with(_NO_HOST)).then("host")
+        )
     return out
+
+
+#: Prefix of the placeholder host of a part's host-less lines (no host name
+#: holds a control character).
+_NO_HOST = "\x1f"
 
 
 #: A device-less GPU line continues the NVRM message of an earlier line of its

@@ -334,18 +334,23 @@ class BootTracker:
             self.last[hkey] = (mono, seg)
         return m
 
-    def anchor_last_boots(self, boot_time: dt.datetime) -> int:
+    def anchor_last_boots(
+        self, boot_time: dt.datetime, hkeys: list[str] | None = None
+    ) -> int:
         """Anchor each host's last boot at ``boot_time`` unless the log anchors it.
 
         ``dmesg``, ``uptime -s`` and ``/proc/stat`` describe the boot that was
         running when they were saved: the last boot of the log. Earlier boots
-        (the kernel clock fell back) keep their own anchors or none. Returns
-        the number of boots anchored here.
+        (the kernel clock fell back) keep their own anchors or none. ``hkeys``:
+        only these hosts (one file's, when several files share the tracker).
+        Returns the number of boots anchored here.
         """
         since = boot_time - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
         boot_us = since // dt.timedelta(microseconds=1)
         n = 0
         for hkey, (_, boot_no) in self.last.items():
+            if hkeys is not None and hkey not in hkeys:
+                continue
             if (hkey, boot_no) not in self.anchors:
                 self.anchors[(hkey, boot_no)] = boot_us
                 n += 1

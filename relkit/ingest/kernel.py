@@ -30,6 +30,7 @@ from relkit.ingest._common import (
     check_file,
     check_tz,
     ingest,
+    ingest_many,
 )
 from relkit.ingest._kernel_classify import (
     AMD_MEMORY,
@@ -41,7 +42,9 @@ from relkit.ingest._kernel_classify import (
     split_framing,
 )
 from relkit.ingest._kernel_read import (
+    STREAM_FILE_BYTES,
     LineFrames,
+    StreamFrames,
     clock_columns,
     compression,
     file_host,
@@ -89,6 +92,61 @@ class _Parsed:
     log_last_ts: dt.datetime | None = None
     #: ``log_spans`` rows: ``host, first_ts, last_ts, n_lines`` per host.
     spans: pl.DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class _StreamCore:
+    """What :func:`_parse_frames` found over many files read as one stream.
+
+    Line numbers count over the stream (:attr:`StreamFrames.starts`).
+    ``events`` are resolved and linked; ``rejects`` ``line_no, reason, raw``;
+    ``ignored`` ``line_no, reason`` of candidate lines ignored;
+    ``cand_lines`` the candidate lines' numbers; ``host_files`` each host
+    key's files (more than one: those files were linked together).
+    """
+
+    tracker: BootTracker
+    events: pl.DataFrame
+    rejects: pl.DataFrame | None
+    ignored: pl.DataFrame | None
+    cand_lines: pl.DataFrame | None
+    host_files: dict[str, set[int]]
+
+
+def _file_of(frames: StreamFrames, line_no: pl.Series) -> pl.Series:
+    """Index of the file each stream line number falls in."""
+    import numpy as np
+
+    read = sorted(
+        (frames.starts[k], k)
+        for k in range(len(frames.files))
+        if k not in frames.failures
+    )
+    starts = np.array([a for a, _ in read], dtype=np.int64)
+    ks = np.array([k for _, k in read], dtype=np.int64)
+    at = np.searchsorted(starts, line_no.to_numpy() - 1, side="right") - 1
+    return pl.Series("file_no", ks[np.clip(at, 0, None)])
+
+
+def _host_files(
+    frames: StreamFrames,
+    clock_files: list[pl.DataFrame],
+    rows: pl.DataFrame | None = None,
+) -> dict[str, set[int]]:
+    """Each host key's files: of its lines' spans, clock lines and kept rows."""
+    out = {h: set(fs) for h, fs in frames.host_files.items()}
+    parts = list(clock_files)
+    if rows is not None and rows.height:
+        parts.append(
+            rows.select(
+                hkey=pl.col("host").fill_null(""),
+                file_no=_file_of(frames, rows.get_column("line_no")),
+            ).unique()
+        )
+    for part in parts:
+        for hkey, k in part.select("hkey", "file_no").iter_rows():
+            out.setdefault(hkey, set()).add(k)
+    return out
 
 
 _KEEP_REASONS = (
@@ -141,9 +199,10 @@ def _clock_keys(frame: pl.DataFrame, host: str | None) -> pl.DataFrame:
         full = split_framing(frame.get_column("line").filter(hard)).get_column("host")
         host_s = frame.get_column("clock_host").scatter(hard.arg_true(), full)
         frame = frame.with_columns(clock_host=host_s)
+    dflt = pl.col("dflt") if "dflt" in frame.columns else pl.lit(host)
     return frame.select(
         "line_no",
-        hkey=pl.col("clock_host").fill_null(pl.lit(host)).fill_null(""),
+        hkey=pl.col("clock_host").fill_null(dflt).fill_null(""),
         mono="mono",
         walled="walled",
     )
@@ -244,18 +303,33 @@ def _parse_frames(
     path: Path,
     boot_time: dt.datetime | None = None,
     walls: WallEnds | None = None,
-) -> _Parsed | None:
-    """:func:`_parse` over the frames of one reader (``walls``: its wall ends)."""
+    boots: dict[int, dt.datetime] | None = None,
+) -> _Parsed | _StreamCore | None:
+    """:func:`_parse` over the frames of one reader (``walls``: its wall ends).
+
+    Over a :class:`StreamFrames` (many files as one stream) it stops before
+    the per-file work and returns a :class:`_StreamCore`; ``boots`` then gives
+    a file's boot time by its index.
+    """
     tracker = BootTracker()
+    clock_files: list[pl.DataFrame] = []
     kept, rejects, ignored = [], [], []
     n_cand = n_blank_rest = 0
     parts: list[tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] = []
     pending: list[tuple[pl.DataFrame, pl.DataFrame]] = []
     no_seg = pl.DataFrame(schema={"line_no": pl.Int64, "boot_no": pl.Int64})
 
+    stream = isinstance(frames, StreamFrames)
+
     def classified(cands: pl.DataFrame) -> pl.DataFrame:
-        c = classify_numbered(cands.get_column("line"), cands.get_column("line_no"))
-        if host is not None:
+        c = classify_numbered(
+            cands.get_column("line"),
+            cands.get_column("line_no"),
+            part=cands.get_column("file_no") if stream else None,
+        )
+        if stream:  # each file's own default host
+            c = c.with_columns(host=pl.col("host").fill_null(cands.get_column("dflt")))
+        elif host is not None:
             c = c.with_columns(host=pl.col("host").fill_null(host))
         return mark_bad_times(
             c.with_columns(wall_times(c, tz=tz, reference_date=ref, path=path))
@@ -264,7 +338,8 @@ def _parse_frames(
     for frame in frames:
         if frames.full:
             frame = frame.with_columns(cand=True)
-        cands = frame.filter(pl.col("cand")).select("line_no", "line")
+        keep = ("line_no", "line", "file_no", "dflt") if stream else ("line_no", "line")
+        cands = frame.filter(pl.col("cand")).select(keep)
         if not frames.full:
             # a copy: a filtered string column shares its block's whole buffer
             cands = cands.with_columns(
@@ -283,7 +358,12 @@ def _parse_frames(
         clocks = frame.filter(pl.col("clock"))
         seg = no_seg
         if clocks.height:
-            m = tracker.number(_clock_keys(clocks, host))
+            keys = _clock_keys(clocks, host)
+            if stream:
+                clock_files.append(
+                    keys.select("hkey", file_no=clocks.get_column("file_no")).unique()
+                )
+            m = tracker.number(keys)
             text = clocks.select("line_no", "line")
             try:
                 _anchor_boots(tracker, m, text, tz=tz, ref=ref, path=path)
@@ -298,6 +378,12 @@ def _parse_frames(
         pending.append((cands, seg))
     if boot_time is not None:
         tracker.anchor_last_boots(boot_time)
+    if stream and boots:
+        files_of = _host_files(frames, clock_files)
+        for k, when in boots.items():
+            tracker.anchor_last_boots(
+                when, hkeys=[h for h, fs in files_of.items() if k in fs]
+            )
     if pending and not frames.stopped:
         cands = pl.concat([p[0] for p in pending])
         parts.append((classified(cands), pl.concat([p[1] for p in pending]), cands))
@@ -313,8 +399,11 @@ def _parse_frames(
                     maintain_order="left",
                 )
             )
+        was_ignored = c.filter(pl.col("outcome") == "ignored")
         ignored.append(
-            c.filter(pl.col("outcome") == "ignored").group_by("reason").len()
+            was_ignored.select("line_no", "reason")
+            if stream
+            else was_ignored.group_by("reason").len()
         )
         kept.append(
             c.filter(
@@ -323,18 +412,19 @@ def _parse_frames(
         )
     if frames.stopped:
         return None
-    if frames.last_line is None:
+    if frames.last_line is None and not stream:
         raise IngestError(path, _empty_reason(path, frames.n_lines))
     counts = {
         "blank": n_blank_rest,
         "no_signal": frames.n_lines - n_cand - n_blank_rest,
     }
-    ignored.append(
-        pl.DataFrame(
-            {"reason": list(counts), "len": list(counts.values())},
-            schema={"reason": pl.String, "len": pl.UInt32},
-        ).filter(pl.col("len") > 0)
-    )
+    if not stream:
+        ignored.append(
+            pl.DataFrame(
+                {"reason": list(counts), "len": list(counts.values())},
+                schema={"reason": pl.String, "len": pl.UInt32},
+            ).filter(pl.col("len") > 0)
+        )
     rows = tracker.resolve(pl.concat(kept)) if kept else None
     if rows is None or rows.is_empty():
         events = pl.DataFrame()
@@ -347,18 +437,24 @@ def _parse_frames(
         # re-link across batches (uuid map, duplicates, rate limiting) with ts
         rows = link_context(rows.with_columns(flags=_drop_flags(pl.col("flags"))))
         events = boot_time_links(rows).filter(pl.col("outcome") == "event")
-    if not events.is_empty() and events.get_column("host").null_count():
-        hostless = events.filter(pl.col("host").is_null()).sort("line_no")
-        first = int(hostless.get_column("line_no")[0])
-        framing = hostless.get_column("framing")[0]
-        what = _HOSTLESS_FRAMING.get(framing, f"{framing} framing, no host field")
-        msg = (
-            f"{hostless.height} event line(s) carry no host name: line {first} "
-            f"has {what}; expected a host for every event. Pass host='NAME' "
-            "(--host NAME) for one host's log, or host_from_filename=True "
-            "(--host-from-filename) for per-host files (node7.log -> node7)."
+    if stream:
+        assert isinstance(frames, StreamFrames)
+        return _StreamCore(
+            tracker=tracker,
+            events=events,
+            rejects=pl.concat(rejects) if rejects else None,
+            ignored=pl.concat(ignored) if ignored else None,
+            cand_lines=pl.concat([p[2].select("line_no") for p in parts])
+            if parts
+            else None,
+            host_files=_host_files(
+                frames,
+                clock_files,
+                rows.select("host", "line_no") if rows is not None else None,
+            ),
         )
-        raise IngestError(path, msg, line_no=first)
+    if not events.is_empty() and events.get_column("host").null_count():
+        raise _hostless_error(path, events)
     ign = (
         pl.concat(ignored)
         .group_by("reason")
@@ -696,19 +792,48 @@ def read_kernel(
 
     if not p.is_dir():
         return [read(0, p)]
-    # a directory: each file its own source; a bad file does not stop the others
+    # a directory: each file its own source; a bad file does not stop the others.
+    # Files are written in rounds (one transaction each); small files are read
+    # together as streams (_parse_many)
     results, failures = [], []
-    for k, f in enumerate(files):
-        try:
-            got = read(k, f)
-        except IngestError as exc:
-            failures.append(exc)
-        else:
-            results.append(got)
-            done_lines += got.n_lines
-        n_done += 1
-        done_bytes += sizes[k]
+    start = 0
+    while start < len(files):
+        stop, total = start, 0
+        while stop < len(files) and stop - start < ROUND_FILES and total < ROUND_BYTES:
+            total += sizes[stop]
+            stop += 1
+        chunk = files[start:stop]
+        hosts = [file_host(f) if host_from_filename else host for f in chunk]
+        parse_round = _round_parser(
+            chunk,
+            sizes[start:stop],
+            hosts,
+            tz=tz,
+            ref=ref,
+            boot=boot,
+            on_progress=None
+            if progress is None
+            else _offset_progress(meter, done_bytes, done_lines, n_done),
+        )
+        got = ingest_many(
+            store,
+            chunk,
+            kind=KIND,
+            options=[options_dict(tz, ref, h, boot) for h in hosts],
+            parse_many=parse_round,
+            replace=replace,
+            as_of=as_of,
+        )
+        for item in got:
+            if isinstance(item, IngestError):
+                failures.append(item)
+            else:
+                results.append(item)
+                done_lines += item.n_lines
+        n_done += len(chunk)
+        done_bytes += total
         meter.update(n_bytes=done_bytes, n_lines=done_lines, n_files=n_done)
+        start = stop
     if failures:
         raise PartialIngestError(path, failures, results, len(files))
     return results
@@ -867,6 +992,17 @@ def _parse_log(
     )
     if parsed is None:
         return None
+    return _kernel_log(parsed, reading, record, boot, boot_from)
+
+
+def _kernel_log(
+    parsed: _Parsed,
+    reading: dict[str, object],
+    record: tuple[dt.datetime, Path] | None,
+    boot: dt.datetime | None,
+    boot_from: str | None,
+) -> KernelLog:
+    """Build a file's :class:`KernelLog`: rows, the options it proves, notes."""
     options: dict[str, object] = dict(reading)
     for key, ts in (
         ("log_start_ts", parsed.log_start_ts),
@@ -895,6 +1031,351 @@ def _parse_log(
     )
 
 
+def _parse_stream(
+    files: list[Path],
+    *,
+    tz: str | None,
+    ref: dt.date | None,
+    hosts: list[str | None],
+    boot: dt.datetime | None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[KernelLog | IngestError | None]:
+    """Parse many small files as one stream; per file its log, its error or None.
+
+    The files' lines are read, tested, classified and timed together
+    (:class:`StreamFrames`), every host key kept to one file (a file's
+    host-less lines apart from another's, duplicates only within a file), then
+    split by file: each gets what :func:`_parse_log` gives it alone. None
+    marks a file whose host key another file of the stream also carries (two
+    logs of one host): its lines were linked across files, so the caller
+    reads it on its own. An error that stops the whole stream (a stamp that
+    needs ``tz``) makes every file None.
+    """
+    reading = [options_dict(tz, ref, h, boot) for h in hosts]
+    records = [
+        None if boot is not None else boot_time_record(f, file_host(f)) for f in files
+    ]
+    boots = {
+        k: (boot if rec is None else rec[0])
+        for k, rec in enumerate(records)
+        if boot is not None or rec is not None
+    }
+    stream_path = files[0].parent
+    walls = WallEnds(tz=tz, ref=ref, host=None, path=stream_path)
+    frames = StreamFrames(files, hosts, on_batch=walls.add, on_progress=on_progress)
+    try:
+        core = _parse_frames(
+            frames,
+            tz=tz,
+            ref=ref,
+            host=None,
+            path=stream_path,
+            walls=walls,
+            boots=boots,
+        )
+    except IngestError:
+        return [None] * len(files)
+    assert isinstance(core, _StreamCore)
+    shared = {k for fs in core.host_files.values() if len(fs) > 1 for k in fs}
+    spans = log_spans(
+        frames.spans,
+        core.tracker,
+        core.events if core.events.height else pl.DataFrame(),
+        tz=tz,
+        ref=ref,
+        host=None,
+        path=stream_path,
+        walls=walls,
+    ).with_columns(hkey=pl.col("host").fill_null(""))
+    ends = _log_ends(frames, core.tracker, tz=tz, ref=ref)
+    n_cand = _per_file(frames, core.cand_lines)
+    cand_ignored = _split(frames, core.ignored)
+    rejects = _split(frames, core.rejects)
+    by_file = _split(frames, core.events if core.events.height else None)
+    out: list[KernelLog | IngestError | None] = []
+    for k, path in enumerate(files):
+        if k in frames.failures:
+            out.append(frames.failures[k])
+            continue
+        if k in shared:
+            out.append(None)
+            continue
+        if frames.last_lines[k] is None:
+            out.append(IngestError(path, _empty_reason(path, frames.n_lines_f[k])))
+            continue
+        ev = by_file.get(k)
+        if ev is not None and ev.get_column("host").null_count():
+            out.append(_hostless_error(path, ev))
+            continue
+        ev = _events_table(ev) if ev is not None else _events_table(pl.DataFrame())
+        counts = {
+            "blank": frames.n_blank_f[k],
+            "no_signal": frames.n_lines_f[k] - n_cand.get(k, 0) - frames.n_blank_f[k],
+        }
+        ign = [
+            pl.DataFrame(
+                {"reason": list(counts), "n_lines": list(counts.values())},
+                schema={"reason": pl.String, "n_lines": pl.Int64},
+            ).filter(pl.col("n_lines") > 0)
+        ]
+        if (c := cand_ignored.get(k)) is not None and c.height:
+            ign.append(c.group_by("reason").agg(n_lines=pl.len().cast(pl.Int64)))
+        ignored = (
+            pl.concat(ign)
+            .group_by("reason")
+            .agg(n_lines=pl.col("n_lines").sum())
+            .sort("reason")
+            .cast({"n_lines": pl.Int64})
+        )
+        rej = rejects.get(k)
+        if rej is None:
+            rej = pl.DataFrame(
+                schema={"line_no": pl.Int64, "reason": pl.String, "raw": pl.String}
+            )
+        mine = [h for h, fs in core.host_files.items() if fs == {k}]
+        sp = (
+            spans.filter(pl.col("hkey").is_in(mine))
+            .drop("hkey")
+            .filter(pl.col("host").is_not_null())
+        )
+        end = ends.get(k)
+        if end is not None and ev.height and ev.get_column("ts").max() is not None:
+            end = max(end, ev.get_column("ts").max())  # type: ignore[type-var]
+        if end is not None and sp.get_column("last_ts").max() is not None:
+            end = max(end, sp.get_column("last_ts").max())  # type: ignore[type-var]
+        parsed = _Parsed(
+            frames.n_lines_f[k],
+            ev,
+            rej,
+            ignored,
+            log_end_ts=end,
+            log_start_ts=sp.get_column("first_ts").min(),  # type: ignore[arg-type]
+            log_last_ts=sp.get_column("last_ts").max(),  # type: ignore[arg-type]
+            spans=sp,
+        )
+        rec = records[k]
+        boot_k = boots.get(k)
+        boot_from = "--boot-time" if boot is not None else None
+        if rec is not None:
+            boot_from = rec[1].name
+        out.append(_kernel_log(parsed, reading[k], rec, boot_k, boot_from))
+    return out
+
+
+def _split(frames: StreamFrames, rows: pl.DataFrame | None) -> dict[int, pl.DataFrame]:
+    """Rows numbered over the stream -> per file, numbered within the file."""
+    if rows is None or rows.is_empty():
+        return {}
+    at = rows.with_columns(_file=_file_of(frames, rows.get_column("line_no")))
+    starts = pl.Series("starts", frames.starts, dtype=pl.Int64)
+    at = at.with_columns(
+        line_no=pl.col("line_no") - pl.lit(starts).gather(pl.col("_file"))
+    )
+    return {
+        int(k): part.drop("_file")
+        for (k,), part in at.partition_by("_file", as_dict=True).items()
+    }
+
+
+def _per_file(frames: StreamFrames, lines: pl.DataFrame | None) -> dict[int, int]:
+    """Count stream lines per file."""
+    if lines is None or lines.is_empty():
+        return {}
+    files = _file_of(frames, lines.get_column("line_no"))
+    return dict(files.value_counts().iter_rows())
+
+
+def _log_ends(
+    frames: StreamFrames, tracker: BootTracker, *, tz: str | None, ref: dt.date | None
+) -> dict[int, dt.datetime]:
+    """Each file's :func:`_log_end`: the time of its last non-blank line, if any."""
+    last = [(k, x) for k, x in enumerate(frames.last_lines) if x is not None]
+    if not last:
+        return {}
+    fr = split_framing(pl.Series("line", [t for _, (_, t) in last], pl.String))
+    fr = fr.with_columns(
+        line_no=pl.Series([n for _, (n, _) in last], dtype=pl.Int64),
+        host=pl.col("host").fill_null(
+            pl.Series([frames.hosts[k] for k, _ in last], dtype=pl.String)
+        ),
+    )
+    try:
+        walls = wall_times(fr, tz=tz, reference_date=ref, path=frames.files[0])[
+            "wall_ts"
+        ]
+    except IngestError:  # some line needs tz / reference date: one at a time
+        parts = []
+        for i in range(fr.height):
+            try:
+                one = wall_times(
+                    fr.slice(i, 1), tz=tz, reference_date=ref, path=frames.files[0]
+                )
+                parts.append(one["wall_ts"])
+            except IngestError:
+                parts.append(
+                    pl.Series("wall_ts", [None], dtype=pl.Datetime("us", "UTC"))
+                )
+        walls = pl.concat(parts)
+    out: dict[int, dt.datetime] = {}
+    monos = fr.get_column("mono_s").to_list()
+    hkeys = fr.get_column("host").to_list()
+    for (k, _), wall, mono, hkey in zip(last, walls, monos, hkeys, strict=True):
+        if wall is not None:
+            if EARLIEST <= wall < LATEST:
+                out[k] = wall
+            continue
+        key = hkey or ""
+        if mono is None or key not in tracker.last:
+            continue
+        boot_us = tracker.anchors.get((key, tracker.last[key][1]))
+        if boot_us is None:
+            continue
+        out[k] = dt.datetime.fromtimestamp(0, dt.UTC) + dt.timedelta(
+            microseconds=boot_us + round(mono * 1e6)
+        )
+    return out
+
+
+def _hostless_error(path: Path, events: pl.DataFrame) -> IngestError:
+    """Say that a file's event lines carry no host (see :func:`read_kernel`)."""
+    hostless = events.filter(pl.col("host").is_null()).sort("line_no")
+    first = int(hostless.get_column("line_no")[0])
+    framing = hostless.get_column("framing")[0]
+    what = _HOSTLESS_FRAMING.get(framing, f"{framing} framing, no host field")
+    msg = (
+        f"{hostless.height} event line(s) carry no host name: line {first} "
+        f"has {what}; expected a host for every event. Pass host='NAME' "
+        "(--host NAME) for one host's log, or host_from_filename=True "
+        "(--host-from-filename) for per-host files (node7.log -> node7)."
+    )
+    return IngestError(path, msg, line_no=first)
+
+
+def _as_parsed(log: KernelLog, reading: dict[str, object]) -> Parsed:
+    """Give a :class:`KernelLog` as the store writer takes it (options apart)."""
+    tables = {"events": log.events}
+    if log.spans is not None:
+        tables["log_spans"] = log.spans
+    return Parsed(
+        n_lines=log.n_lines,
+        tables=tables,
+        rejects=log.rejects,
+        options={k: v for k, v in log.options.items() if k not in reading},
+        n_loaded=log.events.height,
+        ignored=log.ignored,
+        note=log.note,
+    )
+
+
+#: A directory is written in rounds of at most this many files or bytes, each
+#: one transaction: an interrupted ingest keeps every round it finished.
+ROUND_FILES = 2_000
+ROUND_BYTES = 1 << 28
+#: Compressed files up to this size are read whole into a stream (their text
+#: may be many times larger); larger ones are read on their own.
+STREAM_COMPRESSED_BYTES = 1 << 18
+
+
+def _round_parser(
+    chunk: list[Path],
+    sizes: list[int],
+    hosts: list[str | None],
+    *,
+    tz: str | None,
+    ref: dt.date | None,
+    boot: dt.datetime | None,
+    on_progress: Callable[[int, int], None] | None,
+) -> Callable[[list[Path]], list[Parsed | IngestError]]:
+    """``parse_many`` of one round of a directory: the files ingest_many reads."""
+    where = {f: i for i, f in enumerate(chunk)}
+
+    def parse(fs: list[Path]) -> list[Parsed | IngestError]:
+        return _parse_many(
+            fs,
+            [sizes[where[f]] for f in fs],
+            tz=tz,
+            ref=ref,
+            hosts=[hosts[where[f]] for f in fs],
+            boot=boot,
+            on_progress=on_progress,
+        )
+
+    return parse
+
+
+def _offset_progress(
+    meter: ProgressMeter, n_bytes0: int, n_lines0: int, n_files: int
+) -> Callable[[int, int], None]:
+    """Progress of a round, counted on from what the rounds before it read."""
+
+    def update(n_bytes: int, n_lines: int) -> None:
+        meter.update(
+            n_bytes=n_bytes0 + n_bytes, n_lines=n_lines0 + n_lines, n_files=n_files
+        )
+
+    return update
+
+
+def _streamable(path: Path, size: int) -> bool:
+    """Whether a file is small enough to be read whole with others."""
+    try:
+        plain = compression(path) is None
+    except OSError:
+        return False  # its error comes from reading it on its own
+    return size <= (STREAM_FILE_BYTES if plain else STREAM_COMPRESSED_BYTES)
+
+
+def _parse_many(
+    files: list[Path],
+    sizes: list[int],
+    *,
+    tz: str | None,
+    ref: dt.date | None,
+    hosts: list[str | None],
+    boot: dt.datetime | None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[Parsed | IngestError]:
+    """Parse a directory's files: small ones as streams, the rest one by one.
+
+    Small files are read as streams (:func:`_parse_stream`) of files with
+    different hosts by name (``node7.log`` and ``node7.log.1`` go to different
+    streams), so each stream's host keys are its files' own; a file whose
+    host key another file of its stream also carries, and every large file,
+    is read alone (:func:`_parse_log`). Each file gets what it would get
+    alone, in order.
+    """
+    logs: list[KernelLog | IngestError | None] = [None] * len(files)
+    streams: dict[int, list[int]] = {}
+    seen: dict[str, int] = {}
+    for i, f in enumerate(files):
+        if _streamable(f, sizes[i]):
+            name = file_host(f)
+            streams.setdefault(seen.get(name, 0), []).append(i)
+            seen[name] = seen.get(name, 0) + 1
+    for idx in streams.values():
+        got = _parse_stream(
+            [files[i] for i in idx],
+            tz=tz,
+            ref=ref,
+            hosts=[hosts[i] for i in idx],
+            boot=boot,
+            on_progress=on_progress,
+        )
+        for i, log in zip(idx, got, strict=True):
+            logs[i] = log
+    out: list[Parsed | IngestError] = []
+    for i, f in enumerate(files):
+        log = logs[i]
+        if log is None:
+            try:
+                log = _parse_log(f, tz=tz, ref=ref, host=hosts[i], boot=boot)
+            except IngestError as exc:
+                log = exc
+        reading = options_dict(tz, ref, hosts[i], boot)
+        out.append(log if isinstance(log, IngestError) else _as_parsed(log, reading))
+    return out
+
+
 def _read_one(
     store: Store,
     path: Path,
@@ -920,20 +1401,7 @@ def _read_one(
             keep_going=keep_going,
             on_progress=on_progress,
         )
-        if log is None:
-            return None
-        tables = {"events": log.events}
-        if log.spans is not None:
-            tables["log_spans"] = log.spans
-        return Parsed(
-            n_lines=log.n_lines,
-            tables=tables,
-            rejects=log.rejects,
-            options={k: v for k, v in log.options.items() if k not in reading},
-            n_loaded=log.events.height,
-            ignored=log.ignored,
-            note=log.note,
-        )
+        return None if log is None else _as_parsed(log, reading)
 
     return ingest(
         store,
