@@ -1,0 +1,240 @@
+"""A directory of kernel logs, read as streams, against its files read one by one.
+
+``read_kernel`` on a directory packs small files into shared blocks, classifies
+and times them together and writes them in rounds (issue 13 §2). Each file must
+still get exactly what it gets when read alone: the same events, spans,
+rejects, ignored counts, source options, notes and errors, and the same source
+ids in file-name order. The expected values here are the one-by-one reads.
+"""
+
+import gzip
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from relkit.errors import IngestError, PartialIngestError
+from relkit.ingest import kernel
+from relkit.ingest.kernel import read_kernel
+from relkit.simulate import simulate_cluster, write_simulation
+from relkit.store import Store
+from tests.test_simulate import boosted
+
+TABLES = ("events", "log_spans", "rejects", "ignored")
+
+
+def _one_by_one(folder: Path, **kw: object) -> tuple[Store, list[object]]:
+    """Each file of the directory read alone, in the directory's order."""
+    store = Store(":memory:")
+    got: list[object] = []
+    files = sorted(
+        f
+        for f in folder.rglob("*")
+        if f.is_file() and f.suffix not in (".btime", ".md")
+    )
+    for f in files:
+        try:
+            got.extend(read_kernel(store, f, **kw))
+        except IngestError as exc:
+            got.append(exc)
+    return store, got
+
+
+def _as_directory(folder: Path, **kw: object) -> tuple[Store, list[object]]:
+    store = Store(":memory:")
+    try:
+        got: list[object] = list(read_kernel(store, folder, **kw))
+    except PartialIngestError as exc:
+        got = [*exc.results, *exc.failures]
+    return store, got
+
+
+def _summary(items: list[object]) -> list[tuple]:
+    """Results and errors by file, comparable across the two ways."""
+    out = []
+    for r in items:
+        if isinstance(r, IngestError):
+            out.append((Path(r.path).name, "error", r.reason, r.line_no))
+        else:
+            out.append(
+                (
+                    Path(r.path).name,
+                    r.source_id,
+                    r.n_lines,
+                    r.n_loaded,
+                    r.n_ignored,
+                    r.n_rejected,
+                    r.skipped,
+                    r.note,
+                    r.flag_counts,
+                )
+            )
+    return sorted(out, key=lambda t: (t[0], str(t[1])))
+
+
+def assert_same_store(a: Store, b: Store) -> None:
+    for name in TABLES:
+        assert_frame_equal(a.table(name), b.table(name), check_row_order=True)
+    sa = a.table("sources").drop("ingested_at").sort("source_id")
+    sb = b.table("sources").drop("ingested_at").sort("source_id")
+    assert_frame_equal(sa.drop("options"), sb.drop("options"))
+    assert [json.loads(o) for o in sa["options"]] == [
+        json.loads(o) for o in sb["options"]
+    ]
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """A simulated fleet's kernel logs: five framings, reboots, and for dmesg
+    hosts a .log and a .syslog file of the same host."""
+    out = tmp_path_factory.mktemp("fleet")
+    write_simulation(simulate_cluster(boosted(nodes=30, days=5), seed=3), out)
+    cmd = json.loads((out / "ground_truth.json").read_text())["ingest"]["kernel"]
+    kw = {
+        "tz": cmd.split("--tz ")[1].split()[0],
+        "reference_date": cmd.split("--reference-date ")[1].split()[0],
+        "host_from_filename": True,
+    }
+    return out / "kernel", kw
+
+
+def test_simulated_fleet_equals_one_by_one(fleet: tuple[Path, dict]) -> None:
+    """Every table and source row of the directory ingest equals the files'
+    one-by-one ingest (source ids in name order too), and the events are many."""
+    folder, kw = fleet
+    a, got_a = _as_directory(folder, **kw)
+    b, got_b = _one_by_one(folder, **kw)
+    assert _summary(got_a) == _summary(got_b)
+    assert_same_store(a, b)
+    assert a.table("events").height > 100
+
+
+def test_rounds_and_small_blocks_change_nothing(
+    fleet: tuple[Path, dict], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rounds of 7 files and 64 KiB stream blocks give the same store."""
+    folder, kw = fleet
+    b, _ = _one_by_one(folder, **kw)
+    monkeypatch.setattr(kernel, "ROUND_FILES", 7)
+    from relkit.ingest import _kernel_read
+
+    monkeypatch.setattr(_kernel_read, "BATCH_BYTES", 1 << 16)
+    original = _kernel_read.StreamFrames.__init__
+
+    def small(self, *args, **kwargs):
+        kwargs["batch_bytes"] = 1 << 16
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(_kernel_read.StreamFrames, "__init__", small)
+    a, _ = _as_directory(folder, **kw)
+    assert_same_store(a, b)
+
+
+ISO = "2025-03-04T10:{m:02d}:00+00:00 {h} kernel: [{s:>10.6f}] {msg}\n"
+XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off"
+NOISE = "eth0: link becomes ready"
+HEADER = "NVRM: GPU at PCI:0000:3b:00: GPU-1f2e3d4c-0000-1111-2222-333344445555"
+
+
+def _iso(host: str, msgs: list[str], start: int = 0) -> str:
+    return "".join(
+        ISO.format(m=start + i, h=host, s=100.0 + i, msg=m) for i, m in enumerate(msgs)
+    )
+
+
+def _dmesg(msgs: list[str], clock0: float = 5.0) -> str:
+    return "".join(f"[{clock0 + i:>12.6f}] {m}\n" for i, m in enumerate(msgs))
+
+
+@pytest.fixture
+def hard(tmp_path: Path) -> Path:
+    """Files that stress the streams: two logs naming one host, host-less dmesg
+    logs with identical lines, gzip, a binary and empty files, identical bytes,
+    a boot-time record, a rotated pair and one that needs a reference date."""
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "a.log").write_text(_iso("gpu1", [NOISE, XID, NOISE]))
+    (d / "b.log").write_text(_iso("gpu1", [NOISE, NOISE, XID], start=30))
+    same = [HEADER, XID, NOISE, XID]
+    (d / "c.log").write_text(_dmesg(same))
+    (d / "d.log").write_text(_dmesg([*same, NOISE]))
+    (d / "e.log.gz").write_bytes(gzip.compress(_iso("gpu5", [XID, NOISE]).encode()))
+    (d / "f.log").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 4)
+    (d / "g.log").write_bytes(b"")
+    (d / "h.log").write_text("\n   \n\n")
+    (d / "i.log").write_text(_iso("gpu9", [XID]))
+    (d / "i2.log").write_text(_iso("gpu9", [XID]))
+    (d / "j.log").write_text(_dmesg([NOISE, XID], clock0=100.0))
+    (d / "j.btime").write_text("btime 1741082400\n")
+    (d / "k.log").write_text(_iso("gpu7", [NOISE, XID], start=40))
+    (d / "k.log.1").write_text(_iso("gpu7", [XID, NOISE], start=0))
+    (d / "l.log").write_text(
+        "Mar  4 10:22:05 gpu8 kernel: NVRM: Xid (PCI:0000:3b:00): 79, off\n"
+    )
+    (d / "README.md").write_text("not a log\n")
+    return d
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"host_from_filename": True, "tz": "UTC", "reference_date": "2025-03-05"},
+        {"host_from_filename": True},
+        {"host": "rack1", "tz": "UTC", "reference_date": "2025-03-05"},
+        {},
+    ],
+    ids=["by-name", "no-tz", "one-host", "no-host"],
+)
+def test_hard_directory_equals_one_by_one(hard: Path, kw: dict) -> None:
+    """Each file's result or error, and every stored row, equals what the file
+    gives read alone (in name order), whatever the options: host-less events
+    without a host are each file's own error, a shared host falls back to
+    reading alone, the second of two identical files is skipped with the note
+    naming the first, binary/empty files are refused with their reasons, and
+    without --reference-date only the file that needs it fails."""
+    a, got_a = _as_directory(hard, **kw)
+    b, got_b = _one_by_one(hard, **kw)
+    assert _summary(got_a) == _summary(got_b)
+    assert_same_store(a, b)
+    names = {t[0]: t for t in _summary(got_a)}
+    assert names["f.log"][1] == "error"
+    assert "ELF" in names["f.log"][2]
+    assert names["g.log"][1] == "error"
+    assert names["i2.log"][6] is True  # skipped: the same bytes as i.log
+
+
+def test_interrupted_directory_keeps_finished_rounds(
+    hard: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rounds of 4 files; the third round's parse is interrupted: the files of
+    the first two rounds are committed whole, none of the third's."""
+    monkeypatch.setattr(kernel, "ROUND_FILES", 4)
+    calls = {"n": 0}
+    real = kernel._parse_many
+
+    def stop_third(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(kernel, "_parse_many", stop_third)
+    store = Store(":memory:")
+    with pytest.raises(KeyboardInterrupt):
+        read_kernel(store, hard, host_from_filename=True, tz="UTC",
+                    reference_date="2025-03-05")  # fmt: skip
+    sources = store.table("sources")
+    written = sorted(Path(p).name for p in sources["path"])
+    # rounds: [a b c d] [e.log.gz f g h] [i i2 j k] ...: f, g, h are refused
+    assert written == ["a.log", "b.log", "c.log", "d.log", "e.log.gz"]
+    per_source = store.table("events").group_by("source_id").len()
+    assert set(per_source["source_id"]) <= set(sources["source_id"])
+    n = sources.select(pl.col("n_lines").sum()).item()
+    counted = (
+        store.table("events").height
+        + store.table("rejects").height
+        + store.table("ignored").select(pl.col("n_lines").sum()).item()
+    )
+    assert n == counted  # every line of a committed file is accounted
