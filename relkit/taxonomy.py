@@ -91,6 +91,7 @@ __all__ = [
     "STATED_SEVERITY",
     "STATE_CAUSE",
     "STATE_PRIORITY",
+    "UNKNOWN_XID_MODE",
     "XID_BUCKET_EXCEPTIONS",
     "XID_BUCKET_RULE",
     "XID_CATALOGUE",
@@ -232,7 +233,9 @@ XID_MODES: dict[int, str] = {
     for code, bucket in _CATALOGUE_FACTS.select("code", "resolution_bucket").iter_rows()
 }
 
-_UNKNOWN_XID = "gpu/unknown_xid"
+#: The mode of an Xid code outside NVIDIA's catalogue (kept, not counted).
+UNKNOWN_XID_MODE = "gpu/unknown_xid"
+_UNKNOWN_XID = UNKNOWN_XID_MODE
 
 # failure_mode, component, category, counts_as_failure, llama3_row, description
 _ROWS: list[tuple[str, str, str, bool, str | None, str]] = [

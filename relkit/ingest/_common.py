@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import polars as pl
 
 from relkit.errors import IngestError
@@ -520,6 +521,35 @@ def _top_rejects(
     return rows, top.height
 
 
+def _flag_counts_by(
+    frame: pl.DataFrame, key: str
+) -> dict[int, tuple[tuple[str, int], ...]]:
+    """:func:`_flag_counts` of each ``key`` (a source id) of one table at once."""
+    counts = (
+        frame.select(key, flag=pl.col("flags").cast(pl.String).str.split(","))
+        .explode("flag")
+        .drop_nulls()
+        .filter(pl.col("flag") != "")
+        .group_by(key, "flag")
+        .len()
+        .sort([key, "len", "flag"], descending=[False, True, False])
+    )
+    out: dict[int, list[tuple[str, int]]] = {}
+    for sid, flag, n in counts.iter_rows():
+        out.setdefault(int(sid), []).append((str(flag), int(n)))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _merge_counts(
+    a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]
+) -> tuple[tuple[str, int], ...]:
+    """Sum two flag counts, most frequent first, then by name."""
+    total: dict[str, int] = dict(a)
+    for flag, n in b:
+        total[flag] = total.get(flag, 0) + n
+    return tuple(sorted(total.items(), key=lambda t: (-t[1], t[0])))
+
+
 def _flag_counts(tables: dict[str, pl.DataFrame]) -> tuple[tuple[str, int], ...]:
     parts = [
         frame.select(flag=pl.col("flags").cast(pl.String).str.split(","))
@@ -998,24 +1028,19 @@ def _write_many(
         return
     with store.transaction():
         first = store.next_source_id()
-        tables: dict[str, list[pl.DataFrame]] = {}
+        # one append per table for the whole round (source ids added at once)
+        tables: dict[str, list[tuple[int, pl.DataFrame]]] = {}
         sources = []
         for n, (i, _, got, n_ignored) in enumerate(good):
             source_id = first + n
             _, resolved, opts, ids = plans[i]
             assert got.after_write is None  # not for readers that need it
-            for name, frame in got.tables.items():
-                # failure_modes keys its rows by mode; the source only declared them
-                key = "declared_source_id" if name == "failure_modes" else "source_id"
+            named = [*got.tables.items(), ("rejects", got.rejects)]
+            if got.ignored is not None:
+                named.append(("ignored", got.ignored))
+            for name, frame in named:
                 if frame.height:
-                    tables.setdefault(name, []).append(
-                        frame.with_columns(pl.lit(source_id, pl.Int32).alias(key))
-                    )
-            for name, frame in (("rejects", got.rejects), ("ignored", got.ignored)):
-                if frame is not None and frame.height:
-                    tables.setdefault(name, []).append(
-                        frame.with_columns(source_id=pl.lit(source_id, pl.Int32))
-                    )
+                    tables.setdefault(name, []).append((source_id, frame))
             span = (
                 {}
                 if {"first_record_ts", "last_record_ts"} <= got.options.keys()
@@ -1039,8 +1064,20 @@ def _write_many(
                     "n_ignored": n_ignored,
                 }
             )
-        for name, frames in tables.items():
-            store.append(name, pl.concat(frames, how="diagonal_relaxed"))
+        flags: dict[int, tuple[tuple[str, int], ...]] = {}
+        for name, parts in tables.items():
+            whole = pl.concat([f for _, f in parts], how="diagonal_relaxed")
+            ids_col = pl.Series(
+                np.repeat([sid for sid, _ in parts], [f.height for _, f in parts]),
+                dtype=pl.Int32,
+            )
+            # failure_modes keys its rows by mode; the source only declared them
+            key = "declared_source_id" if name == "failure_modes" else "source_id"
+            whole = whole.with_columns(ids_col.alias(key))
+            store.append(name, whole)
+            if "flags" in whole.columns and name not in ("rejects", "ignored"):
+                for sid, counted in _flag_counts_by(whole, key).items():
+                    flags[sid] = _merge_counts(flags.get(sid, ()), counted)
         store.append("sources", pl.DataFrame(sources))
         drops = sorted({d for _, drop, _, _ in good for d in drop})
         store.drop_sources(drops)
@@ -1079,5 +1116,5 @@ def _write_many(
             n_ignored=n_ignored,
             top_rejects=top,
             n_reasons=n_reasons,
-            flag_counts=_flag_counts(got.tables),
+            flag_counts=flags.get(source_id, ()),
         )

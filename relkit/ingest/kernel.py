@@ -857,10 +857,12 @@ def _is_plain(path: Path) -> bool:
 
 def _unknown_xid_note(events: pl.DataFrame) -> str | None:
     """Say, for the ingest summary, which Xid codes are outside the catalogue."""
-    from relkit.taxonomy import unknown_xid_note
+    from relkit.taxonomy import UNKNOWN_XID_MODE, unknown_xid_note
 
     if events.is_empty() or "failure_mode" not in events.columns:
         return None
+    if events.height == 1 and events["failure_mode"][0] != UNKNOWN_XID_MODE:
+        return None  # the usual file of a fleet: no polars call
     return unknown_xid_note(events)
 
 
@@ -1088,10 +1090,35 @@ def _parse_stream(
         walls=walls,
     ).with_columns(hkey=pl.col("host").fill_null(""))
     ends = _log_ends(frames, core.tracker, tz=tz, ref=ref)
+    # every per-file piece is computed for all files at once, then split: a
+    # directory of 10,000 small logs must not pay polars' cost per call per file
     n_cand = _per_file(frames, core.cand_lines)
-    cand_ignored = _split(frames, core.ignored)
     rejects = _split(frames, core.rejects)
-    by_file = _split(frames, core.events if core.events.height else None)
+    raw_events = _split(frames, core.events if core.events.height else None)
+    hostless = {k for k, ev in raw_events.items() if ev.get_column("host").null_count()}
+    events = _split(frames, _events_table(core.events)) if core.events.height else {}
+    ignored = _ignored_by_file(frames, core.ignored, n_cand)
+    file_of_host = {h: next(iter(fs)) for h, fs in core.host_files.items()}
+    spans = spans.filter(pl.col("host").is_not_null())
+    spans_by = (
+        {
+            int(k): part.drop("hkey")
+            for (k,), part in spans.with_columns(
+                _file=pl.col("hkey").replace_strict(
+                    file_of_host, default=-1, return_dtype=pl.Int64
+                )
+            )
+            .partition_by("_file", as_dict=True, include_key=False)
+            .items()
+        }
+        if spans.height
+        else {}
+    )
+    no_events = _events_table(pl.DataFrame())
+    no_rejects = pl.DataFrame(
+        schema={"line_no": pl.Int64, "reason": pl.String, "raw": pl.String}
+    )
+    no_spans = spans.head(0).drop("hkey")
     out: list[KernelLog | IngestError | None] = []
     for k, path in enumerate(files):
         if k in frames.failures:
@@ -1103,63 +1130,90 @@ def _parse_stream(
         if frames.last_lines[k] is None:
             out.append(IngestError(path, _empty_reason(path, frames.n_lines_f[k])))
             continue
-        ev = by_file.get(k)
-        if ev is not None and ev.get_column("host").null_count():
-            out.append(_hostless_error(path, ev))
+        if k in hostless:
+            out.append(_hostless_error(path, raw_events[k]))
             continue
-        ev = _events_table(ev) if ev is not None else _events_table(pl.DataFrame())
-        counts = {
-            "blank": frames.n_blank_f[k],
-            "no_signal": frames.n_lines_f[k] - n_cand.get(k, 0) - frames.n_blank_f[k],
-        }
-        ign = [
-            pl.DataFrame(
-                {"reason": list(counts), "n_lines": list(counts.values())},
-                schema={"reason": pl.String, "n_lines": pl.Int64},
-            ).filter(pl.col("n_lines") > 0)
-        ]
-        if (c := cand_ignored.get(k)) is not None and c.height:
-            ign.append(c.group_by("reason").agg(n_lines=pl.len().cast(pl.Int64)))
-        ignored = (
-            pl.concat(ign)
-            .group_by("reason")
-            .agg(n_lines=pl.col("n_lines").sum())
-            .sort("reason")
-            .cast({"n_lines": pl.Int64})
-        )
-        rej = rejects.get(k)
-        if rej is None:
-            rej = pl.DataFrame(
-                schema={"line_no": pl.Int64, "reason": pl.String, "raw": pl.String}
-            )
-        mine = [h for h, fs in core.host_files.items() if fs == {k}]
-        sp = (
-            spans.filter(pl.col("hkey").is_in(mine))
-            .drop("hkey")
-            .filter(pl.col("host").is_not_null())
-        )
+        ev = events.get(k, no_events)
+        sp = spans_by.get(k, no_spans)
+        first_ts, last_ts = _column_ends(sp)
         end = ends.get(k)
-        if end is not None and ev.height and ev.get_column("ts").max() is not None:
-            end = max(end, ev.get_column("ts").max())  # type: ignore[type-var]
-        if end is not None and sp.get_column("last_ts").max() is not None:
-            end = max(end, sp.get_column("last_ts").max())  # type: ignore[type-var]
+        if end is not None and ev.height and (ev_last := ev["ts"].max()) is not None:
+            end = max(end, ev_last)  # type: ignore[type-var]
+        if end is not None and last_ts is not None:
+            end = max(end, last_ts)
         parsed = _Parsed(
             frames.n_lines_f[k],
             ev,
-            rej,
-            ignored,
+            rejects.get(k, no_rejects),
+            ignored[k],
             log_end_ts=end,
-            log_start_ts=sp.get_column("first_ts").min(),  # type: ignore[arg-type]
-            log_last_ts=sp.get_column("last_ts").max(),  # type: ignore[arg-type]
+            log_start_ts=first_ts,
+            log_last_ts=last_ts,
             spans=sp,
         )
         rec = records[k]
-        boot_k = boots.get(k)
         boot_from = "--boot-time" if boot is not None else None
         if rec is not None:
             boot_from = rec[1].name
-        out.append(_kernel_log(parsed, reading[k], rec, boot_k, boot_from))
+        out.append(_kernel_log(parsed, reading[k], rec, boots.get(k), boot_from))
     return out
+
+
+def _column_ends(
+    spans: pl.DataFrame,
+) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """Earliest ``first_ts`` and latest ``last_ts`` of a file's spans."""
+    if spans.height == 1:  # the usual one host per file: no polars call
+        return spans["first_ts"][0], spans["last_ts"][0]
+    if spans.is_empty():
+        return None, None
+    return spans["first_ts"].min(), spans["last_ts"].max()  # type: ignore[return-value]
+
+
+def _ignored_by_file(
+    frames: StreamFrames, cand_ignored: pl.DataFrame | None, n_cand: dict[int, int]
+) -> dict[int, pl.DataFrame]:
+    """Each read file's ``ignored`` rows (``reason, n_lines``), sorted by reason.
+
+    ``blank`` and ``no_signal`` come from the stream's per-file counts, the
+    reasons of ignored candidate lines from ``cand_ignored`` (stream-numbered
+    ``line_no, reason``).
+    """
+    read = [k for k in range(len(frames.files)) if k not in frames.failures]
+    blank = [frames.n_blank_f[k] for k in read]
+    rest = [frames.n_lines_f[k] - n_cand.get(k, 0) - frames.n_blank_f[k] for k in read]
+    parts = [
+        pl.DataFrame(
+            {
+                "_file": read * 2,
+                "reason": ["blank"] * len(read) + ["no_signal"] * len(read),
+                "n_lines": blank + rest,
+            },
+            schema={"_file": pl.Int64, "reason": pl.String, "n_lines": pl.Int64},
+        )
+    ]
+    if cand_ignored is not None and cand_ignored.height:
+        parts.append(
+            cand_ignored.group_by(
+                _file=_file_of(frames, cand_ignored.get_column("line_no")),
+                reason="reason",
+            ).agg(n_lines=pl.len().cast(pl.Int64))
+        )
+    counts = (
+        pl.concat(parts)
+        .filter(pl.col("n_lines") > 0)
+        .group_by("_file", "reason")
+        .agg(n_lines=pl.col("n_lines").sum())
+        .sort("_file", "reason")
+    )
+    split = {
+        int(k): part
+        for (k,), part in counts.partition_by(
+            "_file", as_dict=True, include_key=False
+        ).items()
+    }
+    empty = counts.head(0).drop("_file")
+    return {k: split.get(k, empty) for k in read}
 
 
 def _split(frames: StreamFrames, rows: pl.DataFrame | None) -> dict[int, pl.DataFrame]:
@@ -1172,8 +1226,10 @@ def _split(frames: StreamFrames, rows: pl.DataFrame | None) -> dict[int, pl.Data
         line_no=pl.col("line_no") - pl.lit(starts).gather(pl.col("_file"))
     )
     return {
-        int(k): part.drop("_file")
-        for (k,), part in at.partition_by("_file", as_dict=True).items()
+        int(k): part
+        for (k,), part in at.partition_by(
+            "_file", as_dict=True, include_key=False
+        ).items()
     }
 
 
