@@ -34,6 +34,11 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
 
 from relkit.errors import IngestError, InvalidParameterError
+from relkit.ingest.kernel import (
+    BTIME_SUFFIX,
+    NOT_LOG_SUFFIXES,
+    is_log_file,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -95,9 +100,7 @@ SPARK_SCHEMA = ", ".join(f"{n} {_SPARK_TYPES[k]}" for n, k in OUTPUT_COLUMNS)
 
 #: In a directory of logs, files with these suffixes or names are documentation
 #: (the rule of :func:`relkit.ingest.kernel.read_kernel` for a directory).
-NOT_LOG_SUFFIXES = frozenset({".md", ".rst", ".html", ".pdf", ".json", ".csv", ".py"})
-DOC_STEMS = frozenset({"NOTICE", "LICENSE", "README", "COPYING", "PROVENANCE"})
-BTIME_SUFFIX = ".btime"
+# the directory rule is read_kernel's own (one copy)
 
 #: Event columns of :class:`relkit.ingest.kernel.KernelLog` ``events``.
 _EVENT_COLUMNS = (
@@ -134,38 +137,6 @@ def output_schema() -> pa.Schema:
         "timestamp": pa.timestamp("us", tz="UTC"),
     }
     return pa.schema([(name, types[kind]) for name, kind in OUTPUT_COLUMNS])
-
-
-def is_log_file(relative: str | PurePosixPath) -> bool:
-    """Tell whether a file found in a log directory is a log to read.
-
-    The rule of :func:`relkit.ingest.kernel.read_kernel` for a directory:
-    hidden files and files under hidden directories, ``*.btime`` boot-time
-    records and documentation (``.md .rst .html .pdf .json .csv .py``,
-    ``NOTICE``, ``LICENSE``, ``README``, ``COPYING``, ``PROVENANCE``) are
-    skipped.
-
-    Parameters
-    ----------
-    relative : str or PurePosixPath
-        The file's path relative to the directory (``/``-separated).
-
-    Returns
-    -------
-    bool
-
-    Examples
-    --------
-    >>> [is_log_file(n) for n in ("gpu1.log.gz", "README.md", ".x", "gpu1.btime")]
-    [True, False, False, False]
-    """
-    rel = PurePosixPath(relative)
-    return (
-        not any(part.startswith(".") for part in rel.parts)
-        and rel.suffix.lower() not in NOT_LOG_SUFFIXES
-        and rel.suffix != BTIME_SUFFIX
-        and rel.stem.upper() not in DOC_STEMS
-    )
 
 
 def content_digest(path: str | Path) -> tuple[str, str]:

@@ -19,7 +19,7 @@ BLAKE3 digest (its identity in the store) is computed in a thread meanwhile.
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import polars as pl
 
@@ -66,8 +66,11 @@ from relkit.ingest._progress import ProgressMeter
 from relkit.store import Store
 
 __all__ = [
+    "DOC_STEMS",
+    "NOT_LOG_SUFFIXES",
     "KernelLog",
     "classify_lines",
+    "is_log_file",
     "link_context",
     "parse_kernel_log",
     "read_kernel",
@@ -591,8 +594,40 @@ def _events_table(events: pl.DataFrame) -> pl.DataFrame:
 
 
 #: In a directory of logs, files with these suffixes or names are documentation.
-_NOT_LOGS = frozenset({".md", ".rst", ".html", ".pdf", ".json", ".csv", ".py"})
-_DOC_STEMS = frozenset({"NOTICE", "LICENSE", "README", "COPYING", "PROVENANCE"})
+NOT_LOG_SUFFIXES = frozenset({".md", ".rst", ".html", ".pdf", ".json", ".csv", ".py"})
+DOC_STEMS = frozenset({"NOTICE", "LICENSE", "README", "COPYING", "PROVENANCE"})
+
+
+def is_log_file(relative: str | PurePosixPath) -> bool:
+    """Tell whether a file found in a log directory is a log to read.
+
+    The rule of :func:`read_kernel` for a directory (and of
+    :func:`relkit.distributed.list_logs`): hidden files and files under hidden
+    directories, ``*.btime`` boot-time records and documentation (``.md .rst
+    .html .pdf .json .csv .py``, ``NOTICE``, ``LICENSE``, ``README``,
+    ``COPYING``, ``PROVENANCE``) are skipped.
+
+    Parameters
+    ----------
+    relative : str or PurePosixPath
+        The file's path relative to the directory (``/``-separated).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> [is_log_file(n) for n in ("gpu1.log.gz", "README.md", ".x", "gpu1.btime")]
+    [True, False, False, False]
+    """
+    rel = PurePosixPath(relative)
+    return (
+        not any(part.startswith(".") for part in rel.parts)
+        and rel.suffix.lower() not in NOT_LOG_SUFFIXES
+        and rel.suffix != BTIME_SUFFIX
+        and rel.stem.upper() not in DOC_STEMS
+    )
 
 
 def read_kernel(
@@ -738,17 +773,13 @@ def read_kernel(
         files = sorted(
             f
             for f in p.rglob("*")
-            if f.is_file()
-            and not any(part.startswith(".") for part in f.relative_to(p).parts)
-            and not f.name.startswith(".")
-            and f.suffix.lower() not in _NOT_LOGS
-            and f.suffix != BTIME_SUFFIX
-            and f.stem.upper() not in _DOC_STEMS
+            if f.is_file() and is_log_file(f.relative_to(p).as_posix())
         )
         if not files:
             msg = (
                 "has no log files; expected per-host logs inside it (documentation "
-                f"such as {sorted(_NOT_LOGS)} and NOTICE/LICENSE/README is skipped)."
+                f"such as {sorted(NOT_LOG_SUFFIXES)} and NOTICE/LICENSE/README is "
+                "skipped)."
             )
             raise IngestError(path, msg)
 
