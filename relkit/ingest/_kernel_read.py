@@ -689,13 +689,17 @@ def read_whole(path: Path) -> bytes:
     Raises IngestError for a damaged compressed file or one that is no text
     log.
     """
-    kind = compression(path)
+    kind = None
     try:
-        fh = _open(path, kind)
-        try:
-            data = fh.read(1 << 40) if kind == "zstd" else fh.read()
-        finally:
-            fh.close()
+        raw = path.read_bytes()  # one open for a plain file
+        kind = next((n for m, n in COMPRESSIONS.items() if raw.startswith(m)), None)
+        data = raw
+        if kind is not None:
+            fh = _open(path, kind)
+            try:
+                data = fh.read(1 << 40) if kind == "zstd" else fh.read()
+            finally:
+                fh.close()
     except (OSError, EOFError, zlib.error, lzma.LZMAError, _ZstdError) as exc:
         msg = (
             f"not a readable {kind or 'log'} file ({exc}); it may be truncated. "

@@ -785,8 +785,9 @@ def read_kernel(
 
     targets = files if p.is_dir() else [p]
     sizes = [_size_or_zero(f) for f in targets]
-    # a compressed file's share of the bytes is counted when it ends
-    plain = [progress is None or _is_plain(f) for f in targets]
+    # a compressed file's share of the bytes is counted when it ends (one
+    # file read alone reports from within; a directory's rounds report)
+    plain = [progress is None or p.is_dir() or _is_plain(f) for f in targets]
     meter = ProgressMeter(
         progress,
         str(path),
@@ -1405,11 +1406,14 @@ def _offset_progress(
 
 def _streamable(path: Path, size: int) -> bool:
     """Whether a file is small enough to be read whole with others."""
+    if size <= STREAM_COMPRESSED_BYTES:
+        return True  # whatever it holds (no need to open it to know)
+    if size > STREAM_FILE_BYTES:
+        return False
     try:
-        plain = compression(path) is None
+        return compression(path) is None
     except OSError:
         return False  # its error comes from reading it on its own
-    return size <= (STREAM_FILE_BYTES if plain else STREAM_COMPRESSED_BYTES)
 
 
 def _parse_many(
