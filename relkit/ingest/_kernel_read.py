@@ -35,6 +35,8 @@ from relkit.ingest import _kernel_patterns as kp
 #: Bytes read per batch (about 6e4 lines of 130 bytes); below glibc's largest
 #: mmap threshold, so batch buffers are reused rather than faulted in afresh.
 BATCH_BYTES = 1 << 23
+#: Blocks of one file tested at once (threads; polars releases the GIL).
+WORKERS = 2
 #: The one-column CSV reading of a log: a separator byte lines should not contain.
 _SEP = "\x01"
 _LINE = {"line": pl.String}
@@ -366,6 +368,19 @@ def _keyword_database() -> object | None:
     return _KEYWORD_DB[0]
 
 
+_SCRATCH = threading.local()
+
+
+def _scratch(db: object) -> object:
+    """Return the calling thread's Hyperscan scratch space (one per scan)."""
+    space = getattr(_SCRATCH, "space", None)
+    if space is None:
+        import hyperscan
+
+        space = _SCRATCH.space = hyperscan.Scratch(db)
+    return space
+
+
 def keyword_lines(data: bytes, lines: pl.Series) -> pl.Series | None:
     r"""Which lines of a block hold a keyword, from one scan of its bytes.
 
@@ -393,7 +408,9 @@ def keyword_lines(data: bytes, lines: pl.Series) -> pl.Series | None:
     def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
         hits.append(end)
 
-    db.scan(data, match_event_handler=on_match)  # type: ignore[attr-defined]
+    db.scan(  # type: ignore[attr-defined]
+        data, match_event_handler=on_match, scratch=_scratch(db)
+    )
     mask = np.zeros(ends.size, dtype=bool)
     if hits:
         # a match ending at byte e (exclusive) lies in the line whose end > e - 1
@@ -591,38 +608,75 @@ class LineFrames:
         #: Host key -> its lines' count and ends (complete after the loop).
         self.spans: dict[str, HostSpan] = {}
 
-    def _prepared(self) -> Iterator[pl.DataFrame]:
-        """Frames of :func:`_kept` per block, spans and counts updated (thread)."""
-        offset = 0
-        for data, batch in block_batches(self.path):
-            n = batch.len()
-            cand = None if self.full else keyword_lines(data, batch)
-            rows = pl.DataFrame({"line": batch}).with_columns(
-                line_no=pl.int_range(offset + 1, offset + 1 + n, dtype=pl.Int64),
-                syslog_host=pl.col("line").str.extract(kp.CLOCK_HOST, 1),
-                **_flags(pl.col("line"), cand),
+    def _prepare(
+        self, data: bytes, batch: pl.Series, offset: int
+    ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], int]:
+        """Test, number and filter one block's lines (in a worker thread).
+
+        Returns the kept frame, the block's spans per host, its last 64 lines
+        and its byte count; the caller folds them in file order.
+        """
+        n = batch.len()
+        cand = None if self.full else keyword_lines(data, batch)
+        rows = pl.DataFrame({"line": batch}).with_columns(
+            line_no=pl.int_range(offset + 1, offset + 1 + n, dtype=pl.Int64),
+            syslog_host=pl.col("line").str.extract(kp.CLOCK_HOST, 1),
+            **_flags(pl.col("line"), cand),
+        )
+        every = rows.select("line_no", "line", "blank", "syslog_host")
+        spans = _batch_spans(every, self.host)
+        if self.on_batch is not None:
+            self.on_batch(every)
+        return _kept(rows, full=self.full), spans, batch.tail(64).to_list(), len(data)
+
+    def _fold(
+        self, got: tuple[pl.DataFrame, pl.DataFrame, list[str], int], offset: int
+    ) -> pl.DataFrame:
+        """Fold one prepared block into the file's spans and counts (in order)."""
+        kept, spans, tail, n_bytes = got
+        n = offset - self.n_lines
+        for hkey, n_h, h_no, h, t_no, t in spans.iter_rows():
+            self.spans.setdefault(hkey, HostSpan()).add(
+                n_h,
+                list(zip(h_no, h, strict=True)),
+                list(zip(t_no, t, strict=True)),
             )
-            every = rows.select("line_no", "line", "blank", "syslog_host")
-            spans = _batch_spans(every, self.host)
-            if self.on_batch is not None:
-                self.on_batch(every)
-            for hkey, n_h, h_no, h, t_no, t in spans.iter_rows():
-                self.spans.setdefault(hkey, HostSpan()).add(
-                    n_h,
-                    list(zip(h_no, h, strict=True)),
-                    list(zip(t_no, t, strict=True)),
-                )
-            tail = batch.tail(64).to_list()
-            for i in range(len(tail) - 1, -1, -1):
-                if tail[i].strip():
-                    self.last_line = (offset + n - len(tail) + i + 1, tail[i])
-                    break
-            offset += n
-            self.n_lines = offset
-            self.n_bytes += len(data)
-            if self.on_progress is not None:
-                self.on_progress(self.n_bytes, offset)
-            yield _kept(rows, full=self.full)
+        for i in range(len(tail) - 1, -1, -1):
+            if tail[i].strip():
+                self.last_line = (self.n_lines + n - len(tail) + i + 1, tail[i])
+                break
+        self.n_lines = offset
+        self.n_bytes += n_bytes
+        if self.on_progress is not None:
+            self.on_progress(self.n_bytes, offset)
+        return kept
+
+    def _prepared(self) -> Iterator[pl.DataFrame]:
+        """Frames of :func:`_kept` per block, spans and counts updated (thread).
+
+        Blocks are split here, in file order, and tested in :data:`WORKERS`
+        threads at once (polars releases the GIL), then folded in file order.
+        """
+        from collections import deque
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        offset = 0
+        ahead: deque[tuple[Future, int]] = deque()
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="relkit-block") as pool:
+            try:
+                for data, batch in block_batches(self.path):
+                    ahead.append((pool.submit(self._prepare, data, batch, offset), 0))
+                    offset += batch.len()
+                    ahead[-1] = (ahead[-1][0], offset)
+                    while len(ahead) > WORKERS:
+                        future, end = ahead.popleft()
+                        yield self._fold(future.result(), end)
+                while ahead:
+                    future, end = ahead.popleft()
+                    yield self._fold(future.result(), end)
+            finally:
+                for future, _ in ahead:
+                    future.cancel()
 
     def __iter__(self) -> Iterator[pl.DataFrame]:
         for frame in _prefetch(self._prepared()):

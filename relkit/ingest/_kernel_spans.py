@@ -11,6 +11,7 @@ puts the newer day first); this module gives each end a time and builds the
 """
 
 import datetime as dt
+import threading
 from pathlib import Path
 
 import polars as pl
@@ -228,12 +229,18 @@ class WallEnds:
     ) -> None:
         self.tz, self.ref, self.host, self.path = tz, ref, host, path
         self._cand = pl.DataFrame(schema=_CANDIDATES)
+        self._lock = threading.Lock()
 
     def add(self, rows: pl.DataFrame) -> None:
-        """Fold in one batch (``line_no, line, blank, syslog_host``)."""
+        """Fold in one batch (``line_no, line, blank, syslog_host``).
+
+        Batches may come in any order, from several threads at once: the
+        extremes of a file are the extremes of its batches' extremes.
+        """
         ext = stamp_extremes(rows, ref=self.ref if self.tz is not None else None)
         if ext.height:
-            self._cand = _extremes(pl.concat([self._cand, ext]))
+            with self._lock:
+                self._cand = _extremes(pl.concat([self._cand, ext]))
 
     def ends(self) -> tuple[dict[str, dt.datetime], dict[str, dt.datetime]]:
         """Earliest and latest wall time per host key (hosts with one only)."""

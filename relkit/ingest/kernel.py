@@ -925,16 +925,29 @@ def _join_notes(*notes: str | None) -> str | None:
 class KernelLog:
     """What one kernel/syslog file holds, before it is written to a store.
 
-    ``events`` has the ``events`` table's columns without ``source_id`` (one
-    row per failure signal, ``ts`` UTC); ``rejects`` is ``line_no, reason,
-    raw``; ``ignored`` is ``reason, n_lines`` (noise counted, not kept);
-    ``spans`` is ``host, first_ts, last_ts, n_lines`` (the ``log_spans``
-    rows); ``options`` the source options the file proves (``log_start_ts``,
-    ``log_end_ts``, ``first_record_ts``, ``last_record_ts``, UTC ISO 8601)
-    merged with the reading options (``tz``, ``reference_date``, ``host``,
-    ``boot_time``); ``note`` what the ingest summary says (unknown Xid codes,
-    events without a wall time, the boot time used). Every line is counted:
-    ``n_lines == events.height + ignored.n_lines.sum() + rejects.height``.
+    Every line is counted: ``n_lines == events.height +
+    ignored["n_lines"].sum() + rejects.height``.
+
+    Parameters
+    ----------
+    n_lines : int
+        Lines of the file (decompressed).
+    events : pl.DataFrame
+        The ``events`` table's columns without ``source_id``: one row per
+        failure signal, ``ts`` UTC.
+    rejects : pl.DataFrame
+        ``line_no, reason, raw`` of the lines that could not be used.
+    ignored : pl.DataFrame
+        ``reason, n_lines``: noise counted by reason, not kept.
+    spans : pl.DataFrame or None
+        ``host, first_ts, last_ts, n_lines``: the ``log_spans`` rows.
+    options : dict
+        The source options the file proves (``log_start_ts``, ``log_end_ts``,
+        ``first_record_ts``, ``last_record_ts``, UTC ISO 8601) with the
+        reading options (``tz``, ``reference_date``, ``host``, ``boot_time``).
+    note : str or None
+        What the ingest summary says (unknown Xid codes, events without a wall
+        time, the boot time used).
     """
 
     n_lines: int
