@@ -174,3 +174,44 @@ def test_keyword_scan_maps_a_real_block() -> None:
     want = split.str.contains(kp.KEYWORDS)
     assert got.to_list() == want.to_list()
     assert want.sum() > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.tuples(st.sampled_from(["a", "b", "c", ""]), st.integers(0, 30)),
+            min_size=1,
+            max_size=40,
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_boot_numbers_by_runs_equal_the_group_by(batches: list) -> None:
+    """BootTracker.number walking runs of one host in Python gives the boots the
+    group-by gives (the reference: a host's boot grows where its clock falls
+    below its previous clock line), batch after batch with carried state."""
+    from relkit.ingest import _kernel_time
+
+    got = {}
+    for runs_in_python in (10**9, -1):  # always runs / always the group-by
+        old = _kernel_time._RUNS_IN_PYTHON
+        _kernel_time._RUNS_IN_PYTHON = runs_in_python
+        try:
+            tracker = kernel.BootTracker()
+            out, line = [], 0
+            for batch in batches:
+                m = pl.DataFrame(
+                    {
+                        "line_no": list(range(line + 1, line + 1 + len(batch))),
+                        "hkey": [h for h, _ in batch],
+                        "mono": [float(x) for _, x in batch],
+                    }
+                )
+                line += len(batch)
+                out.extend(tracker.number(m).get_column("boot_no").to_list())
+            got[runs_in_python] = (out, dict(tracker.last))
+        finally:
+            _kernel_time._RUNS_IN_PYTHON = old
+    assert got[10**9] == got[-1]
