@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
+#: The version ``relkit --version`` prints (``relkit.__version__``).
+_VERSION = "0.1.0"
 EXIT_USAGE = 2
 EXIT_DATA = 1
 EXIT_INTERNAL = 3
@@ -723,7 +725,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="relkit",
         description="Reliability answers from GPU cluster failure and job logs.",
     )
-    parser.add_argument("--version", action="version", version="relkit 0.1.0")
+    parser.add_argument("--version", action="version", version=f"relkit {_VERSION}")
     verbs = parser.add_subparsers(
         dest="verb", required=True, metavar="VERB", parser_class=_Parser
     )
@@ -1072,8 +1074,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         Exit code: 0 success, 1 bad data or arguments, 2 usage error, 3 internal
         error, 130 interrupted (Ctrl-C).
     """
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given == ["--version"]:  # no verb's parser is needed for this one
+        print(f"relkit {_VERSION}")
+        return 0
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(given)
     func: Callable[[argparse.Namespace], int] = args.func
     with warnings.catch_warnings():  # restores the warning machinery after
         warnings.showwarning = _note_printer(args.verb, warnings.showwarning)

@@ -163,3 +163,15 @@ def test_cli_default_slack_matches_the_library() -> None:
     from relkit.jobs import DEFAULT_SLACK_MIN
 
     assert CLI_DEFAULT == DEFAULT_SLACK_MIN
+
+
+def test_version_fast_path_prints_the_package_version(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`relkit --version` answers before any verb's parser is built, with
+    relkit.__version__ (the same text argparse's --version action prints)."""
+    import relkit
+    from relkit.cli import main
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"relkit {relkit.__version__}\n"
