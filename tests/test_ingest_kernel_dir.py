@@ -238,3 +238,111 @@ def test_interrupted_directory_keeps_finished_rounds(
         + store.table("ignored").select(pl.col("n_lines").sum()).item()
     )
     assert n == counted  # every line of a committed file is accounted
+
+
+def test_cli_many_files_with_a_late_note_prints_every_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """150 files, the 121st a host-less dmesg Xid without a boot time (its
+    result has a note, the 120 before none): every --format prints all 150
+    rows and exits 0 (the table's column types come from every row, not the
+    first 100; a reviewer's reproduction crashed with exit 3 after writing)."""
+    from relkit.cli import main
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for h in range(150):
+        (logs / f"node{h:05d}.log").write_text(_iso(f"node{h:05d}", [NOISE] * 3))
+    (logs / "node00120.log").write_text(_dmesg([XID]))
+    db = str(tmp_path / "s.duckdb")
+    argv = ["ingest", "--db", db, "--kind", "kernel", "--quiet", "--host-from-filename"]
+    assert main([*argv, "--format", "json", str(logs)]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 150
+    assert "no wall time" in rows[120]["note"]
+    (logs / "node99999.log").write_text(_iso("node99999", [XID]))
+    for fmt in ("table", "csv"):  # a re-run: 150 skipped (no id), one new
+        db2 = str(tmp_path / f"s-{fmt}.duckdb")
+        assert main([*argv[:2], db2, *argv[3:], str(logs)]) == 0
+        capsys.readouterr()
+        assert main([*argv[:2], db2, *argv[3:], "--format", fmt, str(logs)]) == 0
+        assert "node99999" in capsys.readouterr().out
+
+
+def test_file_ending_in_many_blank_lines_keeps_its_events(tmp_path: Path) -> None:
+    """One Xid line then 100 blank lines (more than the 64 looked at first):
+    1 event, 100 blank lines ignored, not 'only blank lines' (by hand)."""
+    f = tmp_path / "n1.log"
+    f.write_text(_iso("n1", [XID]) + "\n" * 100)
+    [r] = read_kernel(Store(":memory:"), f)
+    assert (r.n_lines, r.n_loaded, r.n_ignored) == (101, 1, 100)
+
+
+def test_byte_order_mark_does_not_spoil_line_one(tmp_path: Path) -> None:
+    """A UTF-8 BOM before an ISO syslog Xid line: the line keeps its host and
+    time (2025-03-04T10:00:00Z, from the line), as without the BOM."""
+    f = tmp_path / "bom.log"
+    f.write_bytes(b"\xef\xbb\xbf" + _iso("a3", [XID]).encode())
+    store = Store(":memory:")
+    [r] = read_kernel(store, f)
+    assert r.n_loaded == 1
+    ev = store.table("events")
+    assert ev["host"].to_list() == ["a3"]
+    assert ev["ts"][0].isoformat() == "2025-03-04T10:00:00+00:00"
+
+
+def test_small_compressed_file_of_large_text_is_read_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gzip file small on disk whose text is larger than a stream takes
+    (STREAM_FILE_BYTES, lowered to 2 kB here) is read alone, not held whole in
+    memory; the directory still equals its files read one by one."""
+    from relkit.ingest import _kernel_read
+
+    monkeypatch.setattr(_kernel_read, "STREAM_FILE_BYTES", 2048)
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "big.log.gz").write_bytes(gzip.compress(_iso("g1", [NOISE] * 60).encode()))
+    (d / "small.log").write_text(_iso("g2", [XID]))
+    alone = []
+    real = kernel._parse_log
+
+    def spy(f, **kw):
+        alone.append(f.name)
+        return real(f, **kw)
+
+    monkeypatch.setattr(kernel, "_parse_log", spy)
+    a, got_a = _as_directory(d)
+    assert alone == ["big.log.gz"]
+    b, got_b = _one_by_one(d)
+    assert _summary(got_a) == _summary(got_b)
+    assert_same_store(a, b)
+
+
+def test_cli_directory_lists_refused_files_in_name_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A directory of 3 files, the first (by name) binary: stderr names it as
+    file 1/3 and the others 2/3 and 3/3; --format json lists them in the same
+    order; exit 1 (a file could not be ingested)."""
+    from relkit.cli import main
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "a.log").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 4)
+    (d / "b.log").write_text(_iso("b", [XID]))
+    (d / "c.log").write_text(_iso("c", [NOISE]))
+    db = str(tmp_path / "s.duckdb")
+    code = main(["ingest", "--db", db, "--kind", "kernel", "--format", "json", str(d)])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert [Path(r["path"]).name for r in json.loads(out)] == [
+        "a.log",
+        "b.log",
+        "c.log",
+    ]
+    lines = [x for x in err.splitlines() if "file " in x]
+    assert "file 1/3 error" in lines[0]
+    assert "a.log" in lines[0]
+    assert "file 2/3" in lines[1]
+    assert "b.log" in lines[1]

@@ -268,6 +268,9 @@ def _refuse_binary(path: Path, head: bytes, kind: str | None) -> None:
     raise IngestError(path, msg)
 
 
+#: A UTF-8 byte-order mark: dropped at the start of a file (else line 1 would
+#: not start with its stamp).
+_BOM = b"\xef\xbb\xbf"
 #: Bytes looked at to tell a binary file from a log.
 _HEAD_BYTES = 1 << 16
 
@@ -291,6 +294,7 @@ def block_batches(
         while block := fh.read(batch_bytes):
             if first:
                 _refuse_binary(path, block[:_HEAD_BYTES], kind)
+                block = block.removeprefix(_BOM)  # Windows editors write one
                 first = False
             data = rest + block
             cut = data.rfind(b"\n")
@@ -540,6 +544,26 @@ def _batch_spans(frame: pl.DataFrame, host: str | None) -> pl.DataFrame:
     )
 
 
+def last_nonblank(lines: pl.Series) -> tuple[int, str] | None:
+    """Index (0-based) and text of the last line that is not blank, or None.
+
+    Blank as :meth:`str.strip` tells it; the last 64 lines are looked at first,
+    the whole batch only when they are all blank.
+    """
+    n = lines.len()
+    tail = lines.tail(64).to_list()
+    for i in range(len(tail) - 1, -1, -1):
+        if tail[i].strip():
+            return n - len(tail) + i, tail[i]
+    if n <= len(tail):
+        return None
+    some = (lines.head(n - len(tail)).str.strip_chars() != "").arg_true()
+    for i in reversed(some.to_list()):  # polars and Python agree on all but
+        if lines[i].strip():  # a few control characters: Python decides
+            return i, lines[i]
+    return None
+
+
 class HostSpan:
     """What one host's lines of a file hold: their count and both ends."""
 
@@ -627,24 +651,23 @@ class LineFrames:
         spans = _batch_spans(every, self.host)
         if self.on_batch is not None:
             self.on_batch(every)
-        return _kept(rows, full=self.full), spans, batch.tail(64).to_list(), len(data)
+        return _kept(rows, full=self.full), spans, last_nonblank(batch), len(data)
 
     def _fold(
-        self, got: tuple[pl.DataFrame, pl.DataFrame, list[str], int], offset: int
+        self,
+        got: tuple[pl.DataFrame, pl.DataFrame, tuple[int, str] | None, int],
+        offset: int,
     ) -> pl.DataFrame:
         """Fold one prepared block into the file's spans and counts (in order)."""
-        kept, spans, tail, n_bytes = got
-        n = offset - self.n_lines
+        kept, spans, last, n_bytes = got
         for hkey, n_h, h_no, h, t_no, t in spans.iter_rows():
             self.spans.setdefault(hkey, HostSpan()).add(
                 n_h,
                 list(zip(h_no, h, strict=True)),
                 list(zip(t_no, t, strict=True)),
             )
-        for i in range(len(tail) - 1, -1, -1):
-            if tail[i].strip():
-                self.last_line = (self.n_lines + n - len(tail) + i + 1, tail[i])
-                break
+        if last is not None:
+            self.last_line = (self.n_lines + last[0] + 1, last[1])
         self.n_lines = offset
         self.n_bytes += n_bytes
         if self.on_progress is not None:
@@ -737,11 +760,12 @@ def _prefetch(batches: Iterator[T], depth: int = 2) -> Iterator[T]:
 STREAM_FILE_BYTES = 1 << 22
 
 
-def read_whole(path: Path) -> bytes:
+def read_whole(path: Path, limit: int | None = None) -> bytes | None:
     """Read a small log whole (decompressed), checked as :func:`block_batches` is.
 
-    Raises IngestError for a damaged compressed file or one that is no text
-    log.
+    Returns None when it decompresses to more than ``limit`` bytes (a small
+    compressed file may hold gigabytes: it is read alone, in blocks). Raises
+    IngestError for a damaged compressed file or one that is no text log.
     """
     kind = None
     try:
@@ -750,10 +774,13 @@ def read_whole(path: Path) -> bytes:
         data = raw
         if kind is not None:
             fh = _open(path, kind)
+            most = (1 << 40) if limit is None else limit + 1
             try:
-                data = fh.read(1 << 40) if kind == "zstd" else fh.read()
+                data = fh.read(most)
             finally:
                 fh.close()
+            if limit is not None and len(data) > limit:
+                return None
     except (OSError, EOFError, zlib.error, lzma.LZMAError, _ZstdError) as exc:
         msg = (
             f"not a readable {kind or 'log'} file ({exc}); it may be truncated. "
@@ -762,7 +789,7 @@ def read_whole(path: Path) -> bytes:
         )
         raise IngestError(path, msg) from exc
     _refuse_binary(path, data[:_HEAD_BYTES], kind)
-    return data
+    return data.removeprefix(_BOM)
 
 
 class StreamFrames:
@@ -808,6 +835,8 @@ class StreamFrames:
         self.n_blank_f = [0] * n
         self.last_lines: list[tuple[int, str] | None] = [None] * n
         self.failures: dict[int, IngestError] = {}
+        #: Files too large once decompressed: left out, to be read alone.
+        self.alone: set[int] = set()
         self.spans: dict[str, HostSpan] = {}
         self.host_files: dict[str, set[int]] = {}
         self.n_lines = 0
@@ -818,9 +847,12 @@ class StreamFrames:
         size = 0
         for k, path in enumerate(self.files):
             try:
-                data = read_whole(path)
+                data = read_whole(path, limit=STREAM_FILE_BYTES)
             except IngestError as exc:
                 self.failures[k] = exc
+                continue
+            if data is None:
+                self.alone.add(k)
                 continue
             if data and not data.endswith(b"\n"):
                 data += b"\n"  # a last line without a newline is a line
@@ -876,14 +908,9 @@ class StreamFrames:
             self.n_blank_f[k] = b
         local = 0
         for k, c in zip(ks, counts, strict=True):
-            tail = batch.slice(local + max(c - 64, 0), min(c, 64)).to_list()
-            for i in range(len(tail) - 1, -1, -1):
-                if tail[i].strip():
-                    self.last_lines[k] = (
-                        self.starts[k] + c - len(tail) + i + 1,
-                        tail[i],
-                    )
-                    break
+            last = last_nonblank(batch.slice(local, c))
+            if last is not None:
+                self.last_lines[k] = (self.starts[k] + last[0] + 1, last[1])
             local += c
         some = ~pl.col("blank")
         spans = (

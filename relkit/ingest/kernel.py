@@ -123,7 +123,7 @@ def _file_of(frames: StreamFrames, line_no: pl.Series) -> pl.Series:
     read = sorted(
         (frames.starts[k], k)
         for k in range(len(frames.files))
-        if k not in frames.failures
+        if k not in frames.failures and k not in frames.alone
     )
     starts = np.array([a for a, _ in read], dtype=np.int64)
     ks = np.array([k for _, k in read], dtype=np.int64)
@@ -1169,7 +1169,7 @@ def _parse_stream(
         if k in frames.failures:
             out.append(frames.failures[k])
             continue
-        if k in shared:
+        if k in shared or k in frames.alone:
             out.append(None)
             continue
         if frames.last_lines[k] is None:
@@ -1224,7 +1224,11 @@ def _ignored_by_file(
     reasons of ignored candidate lines from ``cand_ignored`` (stream-numbered
     ``line_no, reason``).
     """
-    read = [k for k in range(len(frames.files)) if k not in frames.failures]
+    read = [
+        k
+        for k in range(len(frames.files))
+        if k not in frames.failures and k not in frames.alone
+    ]
     blank = [frames.n_blank_f[k] for k in read]
     rest = [frames.n_lines_f[k] - n_cand.get(k, 0) - frames.n_blank_f[k] for k in read]
     parts = [
