@@ -66,12 +66,14 @@ def _emit(
     if isinstance(result, pl.DataFrame):
         rows = [{k: _clean(v) for k, v in r.items()} for r in result.to_dicts()]
         frame = result
-    elif isinstance(result, dict):
-        rows = [{k: _clean(v) for k, v in result.items()}]
-        frame = pl.DataFrame(rows)
     else:
-        rows = [{k: _clean(v) for k, v in r.items()} for r in result]
-        frame = pl.DataFrame(rows)
+        rows = [
+            {k: _clean(v) for k, v in r.items()}
+            for r in ([result] if isinstance(result, dict) else result)
+        ]
+        # every row decides a column's type (a note or an id may first appear
+        # after row 100: a directory of many files), mixed types become text
+        frame = pl.DataFrame(rows, infer_schema_length=None, strict=False)
     if fmt == "json":
         payload: object = rows[0] if isinstance(result, dict) else rows
         print(json.dumps(payload, indent=2, default=_json_default))
@@ -136,8 +138,10 @@ def _columns(text: str | None) -> list[str]:
 _FILES_LISTED = 20
 
 
-def _directory_summary(where: str, path: str, done: list, took: float) -> str:
-    """One line for a directory's files: loaded, skipped, lines, rate."""
+def _directory_summary(
+    where: str, path: str, done: list, took: float, n_failed: int = 0
+) -> str:
+    """One line for a directory's files: loaded, skipped, refused, lines, rate."""
     n_skipped = sum(r.skipped for r in done)
     n_lines = sum(r.n_lines for r in done)
     n_loaded = sum(r.n_loaded for r in done)
@@ -146,7 +150,8 @@ def _directory_summary(where: str, path: str, done: list, took: float) -> str:
     rate = f", {n_lines / took:,.0f} lines/s" if took > 0 else ""
     return (
         f"{where} {path}: {len(done) - n_skipped:,} file(s) read, {n_skipped:,} "
-        f"skipped (already ingested); {n_lines:,} lines: {n_loaded:,} loaded, "
+        f"skipped (already ingested), {n_failed:,} refused (below); "
+        f"{n_lines:,} lines: {n_loaded:,} loaded, "
         f"{n_ignored:,} ignored, {n_rejected:,} rejected ({took:.1f} s{rate}); "
         "--format json lists every file"
     )
@@ -155,9 +160,10 @@ def _directory_summary(where: str, path: str, done: list, took: float) -> str:
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    if args.engine == "ray":  # parse on Ray, then load its output as parsed-logs
-        from relkit._cli_distributed import parse_with_ray
+    from relkit._cli_distributed import check_engine_options, parse_with_ray
 
+    check_engine_options(args)  # --out/--address/--workers need --engine ray
+    if args.engine == "ray":  # parse on Ray, then load its output as parsed-logs
         args = parse_with_ray(args, progress=_progress)
     from relkit.ingest import read_path
     from relkit.store import Store
@@ -190,14 +196,8 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             except PartialIngestError as exc:
                 # a directory: the good files were ingested, the bad ones named
                 done = exc.results  # type: ignore[assignment]
-                n_files += exc.n_files
+                bad_files = list(exc.failures)
                 n_here = exc.n_files
-                for k, bad in enumerate(exc.failures, len(done) + 1):
-                    failed += 1
-                    _progress(f"{where_n} file {k}/{exc.n_files} error: {bad}")
-                    results.append(
-                        {"path": bad.path, "kind": args.kind, "error": bad.reason}
-                    )
             except RelkitError as exc:
                 failed += 1
                 n_files += 1
@@ -207,16 +207,32 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 )
                 continue
             else:
-                n_files += len(done)
+                bad_files = []
                 n_here = len(done)
+            n_files += n_here
             took = time.perf_counter() - started
             in_dir = Path(path).is_dir()
-            # a directory of many files: one line for all, and the files'
-            # notes only (--format json gives every file's row on stdout)
-            brief = args.quiet or (in_dir and len(done) > _FILES_LISTED)
-            if in_dir and len(done) > _FILES_LISTED and not args.quiet:
-                _progress(_directory_summary(where_n, path, done, took))
-            for k, result in enumerate(done, 1):
+            # a directory's files in the order they were read (name order),
+            # refused ones among them; many files: one line for all, and the
+            # files' notes and errors only (--format json gives every file)
+            items: list = sorted([*done, *bad_files], key=lambda r: Path(r.path).parts)
+            brief = args.quiet or (in_dir and n_here > _FILES_LISTED)
+            if in_dir and n_here > _FILES_LISTED and not args.quiet:
+                _progress(_directory_summary(where_n, path, done, took, len(bad_files)))
+            kind = "kernel" if args.kind == "parsed-logs" else args.kind
+            for k, result in enumerate(items, 1):
+                where = (
+                    f"{where_n} file {k}/{n_here} {result.path}"
+                    if in_dir
+                    else f"{where_n} {result.path}"
+                )
+                if isinstance(result, RelkitError):
+                    failed += 1
+                    _progress(f"{where_n} file {k}/{n_here} error: {result}")
+                    results.append(
+                        {"path": result.path, "kind": kind, "error": result.reason}
+                    )
+                    continue
                 row = result.to_dict()
                 if result.skipped:
                     state = "skipped (already ingested)"
@@ -226,19 +242,17 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                     state = (
                         f"{result.n_loaded} loaded{extra}, {result.n_rejected} rejected"
                     )
-                if args.kind in ("kernel", "nvsmi"):
+                if args.kind in ("kernel", "nvsmi", "parsed-logs"):
                     row = {"n_events": result.n_loaded, **row}
                 note = f"; {result.note}" if result.note else ""
-                where = (
-                    f"{where_n} file {k}/{n_here} {result.path}"
-                    if in_dir
-                    else f"{where_n} {result.path}"
-                )
+                # a directory's files are read together: its time is in the
+                # summary, not per file
+                took_here = "" if in_dir else f" ({took:.1f} s)"
                 if brief:
                     if note and not args.quiet:
                         _progress(f"{where}{note}")
                 else:
-                    _progress(f"{where}: {state} ({took:.1f} s){note}")
+                    _progress(f"{where}: {state}{took_here}{note}")
                     if rejected := result.reject_summary():
                         _progress(f"  {rejected}")
                     if flagged := result.flag_summary():
@@ -748,8 +762,10 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         help="normalised events or assets CSV/Parquet, the LANL failure data, "
         "kernel/syslog logs (file, .gz or directory), nvidia-smi -q snapshots, "
-        "Slurm sacct -P dumps, Kubernetes pod/job JSON, or a training run's "
-        "checkpoint/step log (JSON Lines, or CSV of ts,job_id|run_id,step,save_s)",
+        "Slurm sacct -P dumps, Kubernetes pod/job JSON, a training run's "
+        "checkpoint/step log (JSON Lines, or CSV of ts,job_id|run_id,step,save_s), "
+        "or parsed-logs: the Parquet directory written by --engine ray --out DIR "
+        "(or Spark), each log file loaded as a kernel source",
     )
     p.add_argument(
         "--tz", help="IANA zone of zone-less timestamps, e.g. UTC or America/Denver"

@@ -28,7 +28,7 @@ import json
 import re
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal
@@ -52,10 +52,12 @@ __all__ = [
     "content_digest",
     "is_log_file",
     "list_logs",
+    "list_logs_as_given",
     "output_schema",
     "parse_log_batch",
     "parse_log_batches",
     "ray_parse",
+    "read_and_parse",
 ]
 
 #: Values of the ``record`` column, one row per record.
@@ -165,12 +167,10 @@ def content_digest(path: str | Path) -> tuple[str, str]:
 
 
 def _local_name(path: str) -> str:
-    """Return a path as the loader records it: ``file:`` URIs become local paths."""
-    if path.startswith("file://"):
-        return path[len("file://") :]
-    if path.startswith("file:"):
-        return path[len("file:") :]
-    return path
+    """Return a path as the loader records it (:func:`local_path`)."""
+    from relkit.ingest.parsed_logs import local_path
+
+    return local_path(path)
 
 
 def _sidecar_key(path: str) -> str:
@@ -297,6 +297,19 @@ def parse_log_batch(
             f"binaryFile); found {names}."
         )
         raise SchemaError(msg)
+    kind = batch.schema.field(content).type
+    if not (
+        pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+        or pa.types.is_fixed_size_binary(kind)
+        or (hasattr(pa.types, "is_binary_view") and pa.types.is_binary_view(kind))
+    ):
+        msg = (
+            f"parse_log_batch: column {content!r} must be binary (the file's bytes, "
+            f"as read_binary_files and binaryFile give them); found {kind}. Do not "
+            "decode the files to text first."
+        )
+        raise SchemaError(msg)
     paths = batch.column("path").to_pylist()
     contents = batch.column(content).to_pylist()
     opts = {
@@ -307,14 +320,55 @@ def parse_log_batch(
         "boot_time": boot_time,
     }
     records = {_record_key(k): v for k, v in (boot_records or {}).items()}
-    parts = [
-        _parse_one(str(p), b"" if data is None else data, opts, records)
-        for p, data in zip(paths, contents, strict=True)
-    ]
+    seen: dict[str, list[bytes]] = {}
+    for p, data in zip(paths, contents, strict=True):
+        if p is not None:
+            seen.setdefault(_local_name(str(p)), []).append(
+                b"" if data is None else data
+            )
+    parts = []
+    for row, p in enumerate(paths):
+        if p is None:
+            reason = (
+                f"row {row} of the batch has no path (null); every file needs its "
+                "path (its name gives the host and the boot-time record)"
+            )
+            parts.append(_error_row(None, reason, None, (None, None)))
+            continue
+        name = _local_name(str(p))
+        copies = seen.pop(name, None)
+        if copies is None:  # a later copy of a path already parsed
+            continue
+        if len(copies) > 1 and any(c != copies[0] for c in copies[1:]):
+            reason = (
+                f"given {len(copies)} times in one batch with different contents; "
+                "none was read. List each file once"
+            )
+            parts.append(_error_row(name, reason, None, (None, None)))
+            continue
+        table = _parse_one(name, copies[0], opts, records)
+        if len(copies) > 1:
+            table = _add_note(
+                table, f"given {len(copies)} times in one batch (same bytes): read once"
+            )
+        parts.append(table)
     schema = output_schema()
     if not parts:
         return schema.empty_table()
     return pa.concat_tables([t.cast(schema) for t in parts])
+
+
+def _add_note(table: pa.Table, note: str) -> pa.Table:
+    """Append a note to the ``source`` row of one file's rows."""
+    import pyarrow.compute as pc
+
+    is_source = pc.equal(table.column("record"), "source")
+    old = table.column("note")
+    joined = pc.if_else(
+        pc.is_null(old), note, pc.binary_join_element_wise(old, note, "; ")
+    )
+    column = pc.if_else(is_source, joined, old)
+    return table.set_column(table.schema.get_field_index("note"), "note", column)
 
 
 def parse_log_batches(
@@ -415,7 +469,7 @@ def _parse_one(
 
 
 def _error_row(
-    path: str,
+    path: str | None,
     reason: str,
     line_no: int | None,
     ids: tuple[str | None, str | None],
@@ -470,8 +524,12 @@ def list_logs(paths: str | Sequence[str]) -> tuple[list[str], dict[str, str]]:
     ``hdfs://``, ``abfs://``; the ones Ray Data reads) are listed the same
     way. A directory is walked recursively and its files are chosen by
     :func:`is_log_file` (the rule of :func:`relkit.ingest.kernel.read_kernel`);
-    a glob (``logs/*.log.gz``) keeps the matching files that rule keeps; a
-    file named explicitly is always taken.
+    a glob keeps the matching files that rule keeps, with the shell's
+    semantics: ``*``, ``?`` and ``[...]`` match within one path segment
+    (``logs/*.log`` does not reach ``logs/sub/x.log``), only ``**`` crosses
+    directories (``logs/**/*.log``), and only then is the base directory
+    walked recursively (local paths: :func:`glob.glob`; URIs: the same rule
+    on the listed keys). A file named explicitly is always taken.
 
     Parameters
     ----------
@@ -490,50 +548,87 @@ def list_logs(paths: str | Sequence[str]) -> tuple[list[str], dict[str, str]]:
     IngestError
         If a path does not exist, or nothing to read was found.
     """
+    found, records = list_logs_as_given(paths)
+    return sorted({worker for worker, _ in found}), records
+
+
+def list_logs_as_given(
+    paths: str | Sequence[str],
+) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """Return :func:`list_logs`'s files each with its path as the user gave it.
+
+    The form ``read_kernel`` records as a source's ``path``: a file of a
+    directory given as ``sim/kernel`` is ``sim/kernel/gpu001.log`` (relative
+    stays relative), a glob's match as :func:`glob.glob` returns it, a URI as
+    it is.
+
+    Parameters
+    ----------
+    paths : str or sequence of str
+        As for :func:`list_logs`.
+
+    Returns
+    -------
+    tuple of (list of (str, str), dict of str to str)
+        ``(worker, given)`` pairs sorted by ``worker`` (the absolute path or URI
+        the workers read), and the ``*.btime`` records as :func:`list_logs`.
+
+    Raises
+    ------
+    IngestError
+        As :func:`list_logs`.
+    """
     import pyarrow.fs as pafs
 
-    files: set[str] = set()
+    files: dict[str, str] = {}
     records: dict[str, str] = {}
+    near_dirs: set[tuple[str, str]] = set()  # (scheme, dir) to look for .btime
     given = [paths] if isinstance(paths, str | Path) else list(paths)
     for raw in given:
         text = str(raw)
+        glob_at = re.search(r"[*?\[]", text)
         if _SCHEME.match(text):
-            fs, root = pafs.FileSystem.from_uri(text)
+            # a URI's glob part is no URI (``?`` would start its query)
+            cut = text.rfind("/", 0, glob_at.start()) if glob_at else len(text)
+            fs, root = pafs.FileSystem.from_uri(text[:cut])
+            root += text[cut:]
             scheme = text.split("://", 1)[0] + "://"
         else:
             fs, root, scheme = pafs.LocalFileSystem(), str(Path(text).resolve()), ""
-        glob_at = re.search(r"[*?\[]", root)
         if glob_at:
-            base = root[: glob_at.start()].rsplit("/", 1)[0] or "/"
-            infos = _walk(fs, base)
-            found = [i for i in infos if fnmatch.fnmatchcase(i.path, root)]
-            chosen = [i for i in found if is_log_file(_rel(i.path, base))]
-            near = infos
+            for worker, shown, base in _glob(fs, text, root, scheme):
+                if is_log_file(_rel(worker[len(scheme) :], base)):
+                    files.setdefault(worker, shown)
+                    near_dirs.add((scheme, worker[len(scheme) :].rsplit("/", 1)[0]))
+            continue
+        info = fs.get_file_info(root)
+        if info.type == pafs.FileType.NotFound:
+            msg = "no such file or directory. Check the path (or the URI)."
+            raise IngestError(text, msg)
+        if info.type == pafs.FileType.Directory:
+            for i in _walk(fs, root):
+                rel = _rel(i.path, root)
+                if rel.endswith(BTIME_SUFFIX) and not any(
+                    p.startswith(".") for p in PurePosixPath(rel).parts
+                ):
+                    records[_record_key(i.path)] = _read_text(fs, i.path)
+                elif is_log_file(rel):
+                    shown = scheme + i.path if scheme else str(Path(text) / rel)
+                    files.setdefault(scheme + i.path, shown)
         else:
-            info = fs.get_file_info(root)
-            if info.type == pafs.FileType.NotFound:
-                msg = "no such file or directory. Check the path (or the URI)."
-                raise IngestError(text, msg)
-            if info.type == pafs.FileType.Directory:
-                base = root
-                near = _walk(fs, root)
-                chosen = [i for i in near if is_log_file(_rel(i.path, root))]
-            else:
-                base = root.rsplit("/", 1)[0] or "/"
-                near = [
-                    i
-                    for i in fs.get_file_info(pafs.FileSelector(base))
-                    if i.type == pafs.FileType.File
-                ]
-                chosen = [info]
-        files.update(scheme + i.path for i in chosen)
-        for i in near:
-            rel = _rel(i.path, base)
-            if rel.endswith(BTIME_SUFFIX) and not any(
-                p.startswith(".") for p in PurePosixPath(rel).parts
+            files.setdefault(scheme + root, text if scheme else str(Path(text)))
+            near_dirs.add((scheme, root.rsplit("/", 1)[0] or "/"))
+    for scheme, folder in sorted(near_dirs):
+        fs = pafs.FileSystem.from_uri(scheme + folder)[0] if scheme else None
+        fs = fs or pafs.LocalFileSystem()
+        for i in fs.get_file_info(pafs.FileSelector(folder, allow_not_found=True)):
+            name = i.path.rsplit("/", 1)[-1]
+            if (
+                i.type == pafs.FileType.File
+                and name.endswith(BTIME_SUFFIX)
+                and not name.startswith(".")
             ):
-                with fs.open_input_stream(i.path) as fh:
-                    records[_record_key(i.path)] = fh.read().decode("utf-8", "replace")
+                records.setdefault(_record_key(i.path), _read_text(fs, i.path))
     if not files:
         msg = (
             "has no log files; expected per-host logs (documentation such as "
@@ -541,7 +636,94 @@ def list_logs(paths: str | Sequence[str]) -> tuple[list[str], dict[str, str]]:
             "*.btime records are skipped)."
         )
         raise IngestError(", ".join(map(str, given)), msg)
-    return sorted(files), records
+    return sorted(files.items()), records
+
+
+def _read_text(fs: Any, path: str) -> str:  # noqa: ANN401
+    with fs.open_input_stream(path, compression=None) as fh:
+        return fh.read().decode("utf-8", "replace")
+
+
+def _glob(
+    fs: Any,  # noqa: ANN401
+    text: str,
+    root: str,
+    scheme: str,
+) -> list[tuple[str, str, str]]:
+    """Files matching a glob: ``(worker path, path as given, base directory)``.
+
+    ``*`` stays within a segment; ``**`` (a whole segment) crosses directories.
+    """
+    import glob as globbing
+
+    import pyarrow.fs as pafs
+
+    parts = root.split("/")
+    first = next(k for k, part in enumerate(parts) if re.search(r"[*?\[]", part))
+    base = "/".join(parts[:first]) or "/"
+    if not scheme:  # local: the shell's rule, as glob.glob has it
+        return [
+            (str(Path(g).resolve()), g, base)
+            for g in globbing.glob(text, recursive="**" in text)  # noqa: PTH207
+            if Path(g).is_file()
+        ]
+    if "**" in root:
+        pattern = _glob_regex(root)
+        return [
+            (scheme + i.path, scheme + i.path, base)
+            for i in _walk(fs, base)
+            if pattern.fullmatch(i.path)
+        ]
+    # no **: one listing per level, never the whole tree under the base
+    level = [base]
+    for k, part in enumerate(parts[first:], first):
+        last = k == len(parts) - 1
+        nxt = []
+        for folder in level:
+            if not re.search(r"[*?\[]", part):
+                nxt.append(f"{folder.rstrip('/')}/{part}")
+                continue
+            selector = pafs.FileSelector(folder, allow_not_found=True)
+            for i in fs.get_file_info(selector):
+                name = i.path.rsplit("/", 1)[-1]
+                wanted = pafs.FileType.File if last else pafs.FileType.Directory
+                if i.type == wanted and fnmatch.fnmatchcase(name, part):
+                    nxt.append(i.path)
+        level = nxt
+    infos = fs.get_file_info(level) if level else []
+    return [
+        (scheme + i.path, scheme + i.path, base)
+        for i in infos
+        if i.type == pafs.FileType.File
+    ]
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """Translate a glob: ``*``, ``?``, ``[..]`` within a segment, ``**/`` any depth."""
+    out, k = [], 0
+    while k < len(pattern):
+        c = pattern[k]
+        if pattern.startswith("**/", k):
+            out.append("(?:[^/]*/)*")
+            k += 3
+        elif pattern.startswith("**", k):
+            out.append(".*")
+            k += 2
+        elif c == "*":
+            out.append("[^/]*")
+            k += 1
+        elif c == "?":
+            out.append("[^/]")
+            k += 1
+        elif c == "[" and (end := pattern.find("]", k + 2)) != -1:
+            body = pattern[k + 1 : end]
+            body = "^" + body[1:] if body.startswith("!") else body
+            out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
+            k = end + 1
+        else:
+            out.append(re.escape(c))
+            k += 1
+    return re.compile("".join(out))
 
 
 def _walk(fs: Any, root: str) -> list[Any]:  # noqa: ANN401
@@ -617,13 +799,21 @@ def ray_parse(
     host_from_filename: bool = False,
     boot_time: str | dt.datetime | None = None,
     batch_size: int = 1,
+    progress: Callable[[str], None] | None = None,
 ) -> ParseSummary:
     """Parse kernel/syslog logs on a Ray cluster and write Parquet for the store.
 
-    ``ray.data.read_binary_files`` over the files :func:`list_logs` finds,
-    ``map_batches(parse_log_batch)`` on the workers, ``write_parquet(out_dir)``.
-    Load the output with ``relkit ingest --kind parsed-logs OUT_DIR``
-    (:func:`relkit.ingest.parsed_logs.read_parsed_logs`).
+    The files :func:`list_logs` finds are read on the workers as raw bytes
+    (``pyarrow.fs`` with ``compression=None``: a ``.gz`` file is hashed as
+    its compressed bytes, as :func:`relkit.ingest.kernel.read_kernel` hashes
+    it, and decompressed by its magic bytes; Ray's ``read_binary_files``
+    would decompress by the file name's suffix), parsed by
+    ``map_batches(parse_log_batch)`` and written with ``write_parquet(out_dir)``
+    beside a manifest, ``_relkit_manifest.json``
+    (:data:`relkit.ingest.parsed_logs.MANIFEST`: every input file, its path as
+    given and the options). Load the output with ``relkit ingest --kind
+    parsed-logs OUT_DIR`` (:func:`relkit.ingest.parsed_logs.read_parsed_logs`),
+    which refuses an output with a file of the manifest missing.
 
     Parameters
     ----------
@@ -636,18 +826,26 @@ def ray_parse(
         (``boot_records``).
     out_dir : str or Path
         Output directory (local or a URI); must not hold files already
-        (Parquet of two runs would mix).
+        (Parquet of two runs would mix) and must not be inside an input
+        directory. On a cluster of several machines it must be a shared
+        filesystem or an object store (``s3://...``): each worker writes its
+        partitions where it runs, so a local directory would hold only the
+        driver machine's share (the loader then refuses the missing files).
     address : {"auto", "local"} or str, optional
         ``"auto"``: join the running cluster (``ray start`` / ``RAY_ADDRESS``);
         ``"local"``: start a Ray instance on this machine for the call; any
-        other text: a Ray address (``ray://head:10001``). Default: a Ray
-        already initialised in this process, else ``"local"``.
+        other text: a Ray address (``ray://head:10001`` needs Ray Client,
+        ``pip install 'ray[client]'``). Default: a Ray already initialised in
+        this process, else ``"local"``.
     num_workers : int, optional
         CPUs of a local instance (default: all of the machine's).
     tz, reference_date, host, host_from_filename, boot_time
         As for :func:`relkit.ingest.kernel.read_kernel`.
     batch_size : int, default 1
         Files per ``map_batches`` call.
+    progress : callable, optional
+        Gets one line once the options are checked and the files listed
+        (``parsing N file(s) ... on Ray``).
 
     Returns
     -------
@@ -656,14 +854,17 @@ def ray_parse(
     Raises
     ------
     ImportError
-        If ray is not installed (``pip install 'relkit[ray]'``).
+        If ray is not installed (``pip install 'relkit[ray]'``), or a
+        ``ray://`` address is given without Ray Client (``pip install
+        'ray[client]'``).
     IngestError
         If a path is missing, nothing is found to read, or an option is
         invalid (zone, reference date, boot time). A file the workers cannot
         read does not raise: it is a ``source`` row with ``error``, reported
         when loaded.
     InvalidParameterError
-        If ``out_dir`` already holds files, or ``batch_size`` < 1.
+        If ``out_dir`` already holds files or is inside an input directory, or
+        ``batch_size`` < 1.
     """
     import ray
 
@@ -678,44 +879,183 @@ def ray_parse(
         msg = f"batch_size must be at least 1; found {batch_size}."
         raise InvalidParameterError(msg)
     out = str(out_dir)
+    given = [paths] if isinstance(paths, str | Path) else list(paths)
+    _check_out(out, [str(g) for g in given])
     _check_empty(out)
-    files, records = list_logs(paths)
-    started_here = False
-    if address == "local" or (address is None and not ray.is_initialized()):
-        if not ray.is_initialized():
-            ray.init(
-                num_cpus=num_workers,
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-            )
-            started_here = True
-    elif address is not None and not ray.is_initialized():
-        ray.init(address=address, log_to_driver=False, configure_logging=False)
-        started_here = True
+    # the workers' working directory is not this one: give them the full path
+    target = out if _SCHEME.match(out) else str(Path(out).resolve())
+    found, records = list_logs_as_given(paths)
+    files = [worker for worker, _ in found]
+    options = {
+        "tz": tz,
+        "reference_date": reference_date,
+        "host": host,
+        "host_from_filename": host_from_filename,
+        "boot_time": boot_time,
+    }
+    started_here = _start_ray(ray, address, num_workers)
     try:
         workers = int(ray.cluster_resources().get("CPU", 0)) or None
+        if progress is not None:
+            where = address or "local"
+            progress(
+                f"parsing {len(files)} file(s) of {label} on Ray ({where}, "
+                f"{workers} CPU(s)) into {out}"
+            )
         began = time.perf_counter()
-        ds = ray.data.read_binary_files(files, include_paths=True)
+        _write_manifest(out, found, options, len(records))
+        ds = ray.data.from_items(
+            [{"path": f} for f in files], override_num_blocks=max(1, len(files))
+        )
         ds = ds.map_batches(
-            parse_log_batch,
+            read_and_parse,
             batch_size=batch_size,
             batch_format="pyarrow",
-            fn_kwargs={
-                "tz": tz,
-                "reference_date": reference_date,
-                "host": host,
-                "host_from_filename": host_from_filename,
-                "boot_time": boot_time,
-                "boot_records": records,
-            },
+            fn_kwargs={**options, "boot_records": records},
         )
-        ds.write_parquet(out)
+        ds.write_parquet(target)
         wall_s = time.perf_counter() - began
     finally:
         if started_here:
             ray.shutdown()
-    return _summary(out, len(files), len(records), workers, wall_s)
+    return _summary(target, len(files), len(records), workers, wall_s)
+
+
+def _start_ray(ray: Any, address: str | None, num_workers: int | None) -> bool:  # noqa: ANN401
+    """Start or join Ray as ``address`` says; True when this call started it."""
+    if ray.is_initialized():
+        return False
+    if address in (None, "local"):
+        ray.init(
+            num_cpus=num_workers,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+        )
+        return True
+    try:
+        ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except ValueError as exc:
+        if "ray[client]" not in str(exc):
+            raise
+        msg = (
+            f"--address {address} is a Ray Client address, which needs Ray Client: "
+            "pip install 'ray[client]' (or run relkit on the head node with "
+            "--address auto)"
+        )
+        raise ImportError(msg) from exc
+    return True
+
+
+def read_and_parse(batch: pa.Table, **options: Any) -> pa.Table:  # noqa: ANN401
+    """Read each ``path`` of a batch as raw bytes, then :func:`parse_log_batch`.
+
+    The Ray step of :func:`ray_parse`: the file is opened with
+    :mod:`pyarrow.fs` (local paths and URIs) and ``compression=None``, so its
+    bytes are the file's own (a ``.gz`` file stays compressed: its identity
+    is that of :func:`relkit.ingest.kernel.read_kernel`, which decompresses by
+    the magic bytes).
+
+    Parameters
+    ----------
+    batch : pyarrow.Table
+        One column ``path``: absolute local paths or URIs.
+    **options
+        Keyword arguments of :func:`parse_log_batch`.
+
+    Returns
+    -------
+    pyarrow.Table
+        :func:`parse_log_batch`'s rows; a file that cannot be opened is a
+        ``source`` row with ``error``.
+    """
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+
+    paths = [str(p) for p in batch.column("path").to_pylist()]
+    good: list[str] = []
+    data: list[bytes] = []
+    parts = []
+    for path in paths:
+        try:
+            if _SCHEME.match(path):
+                fs, key = pafs.FileSystem.from_uri(path)
+            else:
+                fs, key = pafs.LocalFileSystem(), path
+            with fs.open_input_stream(key, compression=None) as fh:
+                data.append(fh.read())
+            good.append(path)
+        except OSError as exc:
+            reason = f"cannot be read on the worker ({exc}); check the path and access"
+            parts.append(_error_row(path, reason, None, (None, None)))
+    if good:
+        parts.append(
+            parse_log_batch(pa.table({"path": good, "bytes": data}), **options)
+        )
+    if not parts:
+        return output_schema().empty_table()
+    return pa.concat_tables([t.cast(output_schema()) for t in parts])
+
+
+def _write_manifest(
+    out: str,
+    found: Sequence[tuple[str, str]],
+    options: Mapping[str, Any],
+    n_records: int,
+) -> None:
+    """Write the list of input files beside the Parquet (the loader checks it)."""
+    import pyarrow.fs as pafs
+
+    from relkit.ingest.parsed_logs import MANIFEST
+
+    body = {
+        "format": "relkit parsed-logs",
+        "version": 1,
+        "files": [{"path": shown, "read_as": worker} for worker, shown in found],
+        "options": {k: None if v is None else str(v) for k, v in options.items()},
+        "n_boot_records": n_records,
+    }
+    text = json.dumps(body, indent=1, sort_keys=True).encode()
+    if _SCHEME.match(out):
+        fs, root = pafs.FileSystem.from_uri(out)
+    else:
+        fs, root = pafs.LocalFileSystem(), str(Path(out).resolve())
+    fs.create_dir(root, recursive=True)
+    with fs.open_output_stream(f"{root.rstrip('/')}/{MANIFEST}") as fh:
+        fh.write(text)
+
+
+def _check_out(out: str, given: Sequence[str]) -> None:
+    """Refuse an output directory inside (or equal to) an input directory."""
+    import pyarrow.fs as pafs
+
+    def key(text: str) -> str:
+        if _SCHEME.match(text):
+            return text.rstrip("/")
+        return str(Path(text).resolve())
+
+    where = key(out)
+    for text in given:
+        glob_at = re.search(r"[*?\[]", text)
+        if glob_at:
+            if "**" not in text:
+                continue  # a one-level glob never reaches into a subdirectory
+            folder = key(text[: glob_at.start()].rsplit("/", 1)[0] or "/")
+        else:
+            folder = key(text)
+            if _SCHEME.match(text):
+                fs, root = pafs.FileSystem.from_uri(text)
+                if fs.get_file_info(root).type != pafs.FileType.Directory:
+                    continue
+            elif not Path(text).is_dir():
+                continue
+        if where == folder or where.startswith(folder.rstrip("/") + "/"):
+            msg = (
+                f"--out {out} is inside the input directory {text}: the next "
+                "directory ingest would read the Parquet as logs. Give an --out "
+                "outside it, e.g. next to it."
+            )
+            raise InvalidParameterError(msg)
 
 
 def _check_empty(out: str) -> None:

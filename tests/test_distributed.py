@@ -11,6 +11,7 @@ import argparse
 import json
 import shutil
 import sys
+from glob import glob
 from pathlib import Path
 
 import polars as pl
@@ -27,7 +28,7 @@ from relkit.distributed import (
     parse_log_batch,
     parse_log_batches,
 )
-from relkit.errors import IngestError, PartialIngestError
+from relkit.errors import IngestError, PartialIngestError, RelkitWarning
 from relkit.ingest import read_path
 from relkit.ingest.kernel import read_kernel
 from relkit.ingest.parsed_logs import read_parsed_logs
@@ -75,7 +76,28 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (logs / "plain7.btime").write_text(BTIME)
     (logs / "README.md").write_text("per-host kernel logs\n")
     (logs / "gpu9999.log").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 8)
+    # compressed copies of plain logs (other names, so other hosts): a worker
+    # must hash and parse the compressed bytes, as read_kernel does
+    for name, packed in _compressed(sorted(logs.glob("gpu*.log"))[:4]).items():
+        (logs / name).write_bytes(packed)
     return logs
+
+
+def _compressed(plain: list[Path]) -> dict[str, bytes]:
+    """gzip, bzip2, xz and zstd copies of four logs, named ``zNNN.log.<suffix>``."""
+    import bz2
+    import gzip
+    import lzma
+
+    def zstd(data: bytes) -> bytes:  # one zstd frame, as the zstd tool writes
+        return pa.compress(data, codec="zstd", asbytes=True)
+
+    packers = (("gz", gzip.compress), ("bz2", bz2.compress), ("xz", lzma.compress))
+    packers += (("zst", zstd),)
+    return {
+        f"z{k}{f.stem}.log.{suffix}": pack(f.read_bytes())
+        for k, (f, (suffix, pack)) in enumerate(zip(plain, packers, strict=True))
+    }
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +146,28 @@ def distributed(
     with pytest.raises(PartialIngestError) as info:
         read_path(store, out, kind="parsed-logs")
     return store, info.value
+
+
+def test_ray_client_address_without_ray_client_says_how(tmp_path: Path) -> None:
+    """--address ray://... without Ray Client: ImportError naming pip install
+    'ray[client]' (Ray itself raises a ValueError saying so; relkit keeps the
+    fix and makes it the CLI's one-line usage error). Runs before the module's
+    Ray fixture starts Ray in this process (an initialised Ray is reused)."""
+    ray = pytest.importorskip("ray", reason="ray not installed")
+    if ray.is_initialized():
+        pytest.skip("Ray is already initialised in this process")
+    try:
+        import grpc  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("Ray Client (grpc) is installed here")
+    from relkit.distributed import ray_parse
+
+    (tmp_path / "n1.log").write_text("2025-03-04T10:22:05+0000 n1 kernel: up\n")
+    with pytest.raises(ImportError, match=r"pip install 'ray\[client\]'"):
+        ray_parse(tmp_path / "n1.log", tmp_path / "out", address="ray://127.0.0.1:1")
+    assert not ray.is_initialized()
 
 
 def test_ref_ray_ingest_equals_single_machine(
@@ -294,7 +338,10 @@ def test_loader_refuses_incomplete_output(archive: Path, tmp_path: Path) -> None
         pa.compute.equal(table.column("path"), str(files[0])),
     )
     pq.write_table(table.filter(pa.compute.invert(lost)), tmp_path / "p.parquet")
-    with pytest.raises(PartialIngestError) as info:
+    with (
+        pytest.warns(RelkitWarning, match="cannot be checked"),
+        pytest.raises(PartialIngestError) as info,
+    ):
         read_parsed_logs(Store(":memory:"), tmp_path)
     assert [f.path for f in info.value.failures] == [str(files[0])]
     assert "incomplete" in info.value.failures[0].reason
@@ -351,7 +398,8 @@ def test_spark_map_in_arrow(archive: Path, tmp_path: Path) -> None:
     finally:
         spark.stop()
     store, ref = Store(":memory:"), Store(":memory:")
-    read_parsed_logs(store, out)
+    with pytest.warns(RelkitWarning, match="cannot be checked"):
+        read_parsed_logs(store, out)
     read_kernel(ref, logs, **OPTS)
     one, two = _tables(ref), _tables(store)
     for name in one:
@@ -389,3 +437,323 @@ def test_cli_parse_with_ray_then_load(
     assert [(r.n_lines, r.n_loaded) for r in got] == [
         (r.n_lines, r.n_loaded) for r in ref
     ]
+
+
+# -- review fixes (issue 13 section 4) ------------------------------------------------
+def test_ray_compressed_logs_hash_and_parse_as_read_kernel(
+    single: Store, distributed: tuple[Store, PartialIngestError], archive: Path
+) -> None:
+    """.gz/.bz2/.xz/.zst logs: the worker hashes the compressed bytes and parses
+    the text inside (expected: read_kernel's sources for the same files, and
+    content_digest of the file on disk). Ray's read_binary_files would have
+    decompressed them by suffix: the hash of the text, the plain copy's."""
+    from relkit.distributed import content_digest
+
+    store, _ = distributed
+    packed = sorted(archive.glob("z*.log.*"))
+    assert [f.suffix for f in packed] == [".gz", ".bz2", ".xz", ".zst"]
+    want = {
+        r["path"]: r
+        for r in single.table("sources").iter_rows(named=True)
+        if Path(r["path"]).name.startswith("z")
+    }
+    got = {
+        r["path"]: r
+        for r in store.table("sources").iter_rows(named=True)
+        if Path(r["path"]).name.startswith("z")
+    }
+    assert sorted(got) == sorted(want) == [str(f) for f in packed]
+    for f in packed:
+        assert got[str(f)]["content_hash"] == content_digest(f)[0]
+        assert got[str(f)]["content_hash"] == want[str(f)]["content_hash"]
+        for col in ("n_lines", "n_loaded", "n_ignored", "n_rejected"):
+            assert got[str(f)][col] == want[str(f)][col], (f.name, col)
+    assert sum(r["n_lines"] for r in got.values()) > 100
+
+
+def test_missing_partition_is_refused_by_the_manifest(
+    parsed: tuple[Path, object], tmp_path: Path
+) -> None:
+    """One Parquet partition deleted: every file whose rows were in it is refused
+    by name (expected: the paths of the ``source`` rows of that partition, read
+    from it before deleting it); the others load. Before the manifest this
+    loaded silently partial (exit 0)."""
+    out, _ = parsed
+    copy = tmp_path / "pq"
+    shutil.copytree(out, copy)
+    assert (copy / "_relkit_manifest.json").is_file()
+    parts = sorted(copy.glob("*.parquet"))
+    assert len(parts) > 1
+    lost = pq.read_table(parts[0]).to_pandas()
+    gone = sorted(set(lost.loc[lost["record"] == "source", "path"]))
+    assert gone
+    parts[0].unlink()
+    with pytest.raises(PartialIngestError) as info:
+        read_parsed_logs(Store(":memory:"), copy)
+    missing = sorted(f.path for f in info.value.failures if "partition" in f.reason)
+    assert missing == gone
+    assert info.value.n_files == len(info.value.results) + len(info.value.failures)
+
+
+def test_rows_not_in_the_manifest_are_refused(
+    parsed: tuple[Path, object], archive: Path, tmp_path: Path
+) -> None:
+    """A Parquet file of another run dropped into the output: its file is refused
+    as not in the manifest (hand check: the file was never listed)."""
+    out, _ = parsed
+    copy = tmp_path / "pq"
+    shutil.copytree(out, copy)
+    other = tmp_path / "other" / "n1.log"
+    other.parent.mkdir()
+    other.write_text("2025-03-04T10:22:05+0000 n1 kernel: eth0: link up\n")
+    pq.write_table(parse_log_batch(_batch([other]), **OPTS), copy / "x.parquet")
+    with pytest.raises(PartialIngestError) as info:
+        read_parsed_logs(Store(":memory:"), copy)
+    stray = [f for f in info.value.failures if "not in its" in f.reason]
+    assert [f.path for f in stray] == [str(other)]
+
+
+def test_output_without_manifest_loads_with_a_note(
+    archive: Path, tmp_path: Path
+) -> None:
+    """Spark's output has no manifest: loaded as before, with a RelkitWarning that
+    completeness cannot be checked (expected rows: read_kernel of the files)."""
+    files = sorted(archive.glob("gpu00[1-3].log"))
+    pq.write_table(parse_log_batch(_batch(files), **OPTS), tmp_path / "p.parquet")
+    with pytest.warns(RelkitWarning, match="cannot be checked"):
+        got = read_parsed_logs(Store(":memory:"), tmp_path)
+    ref = [read_kernel(Store(":memory:"), f, **OPTS)[0] for f in files]
+    assert [(r.path, r.n_lines, r.n_loaded) for r in got] == [
+        (r.path, r.n_lines, r.n_loaded) for r in ref
+    ]
+
+
+@pytest.mark.parametrize("form", ["file:{}", "file://{}", "file://localhost{}"])
+def test_file_uris_are_local_paths(form: str, archive: Path, tmp_path: Path) -> None:
+    """Spark's ``file:/x`` (and ``file:///x``, ``file://localhost/x``) is the local
+    path ``/x``: stored as such, and a changed file at that path is refused, not
+    loaded a second time (expected: read_kernel's rule for a changed file)."""
+    log = tmp_path / "logs" / "gpu001.log"
+    log.parent.mkdir()
+    shutil.copy(archive / "gpu001.log", log)
+    store = Store(":memory:")
+    first = tmp_path / "one"
+    first.mkdir()
+    batch = pa.table({"path": [form.format(log)], "bytes": [log.read_bytes()]})
+    table = parse_log_batch(batch, **OPTS)
+    assert set(table.column("path").to_pylist()) == {str(log)}
+    pq.write_table(table, first / "p.parquet")
+    with pytest.warns(RelkitWarning, match="cannot be checked"):
+        (done,) = read_parsed_logs(store, first)
+    src = store.table("sources").row(0, named=True)
+    assert (done.path, src["path"]) == (str(log), str(log))
+    assert json.loads(src["options"])["resolved_path"] == str(log.resolve())
+    # the file changes; read again from the same path: refused as read_kernel does
+    log.write_bytes(log.read_bytes() + b"2023-05-12T00:00:00+0000 gpu001 kernel: x\n")
+    second = tmp_path / "two"
+    second.mkdir()
+    batch = pa.table({"path": [form.format(log)], "bytes": [log.read_bytes()]})
+    pq.write_table(parse_log_batch(batch, **OPTS), second / "p.parquet")
+    with (
+        pytest.warns(RelkitWarning, match="cannot be checked"),
+        pytest.raises(PartialIngestError) as got,
+    ):
+        read_parsed_logs(store, second)
+    with pytest.raises(IngestError) as ref:
+        read_kernel(store, log, **OPTS)
+    assert "has changed since" in got.value.failures[0].reason
+    assert "has changed since" in ref.value.reason
+    assert store.table("sources").height == 1
+
+
+def test_cli_engine_ray_output_equals_kind_kernel(
+    archive: Path,
+    ray_cluster: object,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``relkit ingest --engine ray`` prints what ``--kind kernel`` prints for the
+    same relative directory (expected: its JSON rows: relative paths, n_events,
+    the refused binary file with kind kernel; exit code 1 for both), and
+    --quiet leaves stderr with the errors only (no progress, no Ray warning)."""
+    from relkit.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    logs = Path("sim") / "kernel"
+    logs.mkdir(parents=True)
+    for name in ("gpu001.log", "gpu002.log", "gpu9999.log", "z0gpu001.log.gz"):
+        shutil.copy(archive / name, logs / name)
+    opts = ["--tz", "UTC", "--reference-date", "2023-05-12", "--host-from-filename"]
+    common = ["ingest", "--kind", "kernel", *opts, "--format", "json", "--quiet"]
+    codes, outs, errs = [], [], []
+    for extra in (["--db", "a.duckdb"], ["--db", "b.duckdb", "--engine", "ray"]):
+        args = [*common, *extra]
+        if "ray" in extra:
+            args += ["--out", "parsed"]
+        codes.append(main([*args, str(logs)]))
+        got = capsys.readouterr()
+        assert got.out, (codes, got.err)
+        outs.append(json.loads(got.out))
+        errs.append(got.err.strip().splitlines())
+    assert codes == [1, 1]
+    assert outs[1] == outs[0]
+    rows = {Path(r["path"]).name: r for r in outs[0]}
+    assert rows["gpu001.log"]["path"] == "sim/kernel/gpu001.log"
+    assert "n_events" in rows["gpu001.log"]
+    assert rows["gpu9999.log"]["kind"] == "kernel"
+    assert len(errs[1]) == len(errs[0])
+    assert not [e for e in errs[1] if "parsing" in e or "Ray" in e]
+    paths = [
+        sorted(Store(db).table("sources").get_column("path").to_list())
+        for db in ("a.duckdb", "b.duckdb")
+    ]
+    assert paths[0] == paths[1]
+    assert "sim/kernel/gpu002.log" in paths[0]
+
+
+def test_parse_is_said_after_the_options_are_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad --tz with --engine ray: one error line, no 'parsing ...' line before
+    it (hand check: the zone is invalid, so nothing is parsed)."""
+    pytest.importorskip("ray", reason="ray not installed")
+    from relkit.cli import main
+
+    (tmp_path / "n1.log").write_text("2025-03-04T10:22:05+0000 n1 kernel: up\n")
+    code = main(
+        [
+            "ingest", "--db", str(tmp_path / "d.duckdb"), "--kind", "kernel",
+            "--engine", "ray", "--out", str(tmp_path / "out"), "--tz", "Mars/Base",
+            str(tmp_path / "n1.log"),
+        ]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(err) == 1
+    assert "Mars/Base" in err[0]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--out", "o"], ["--address", "auto"], ["--workers", "2"]],
+)
+def test_ray_only_options_need_engine_ray(
+    extra: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--out/--address/--workers without --engine ray would be ignored: a usage
+    error, exit 2, one line naming --engine ray (hand check)."""
+    from relkit.cli import main
+
+    log = tmp_path / "n1.log"
+    log.write_text("2025-03-04T10:22:05+0000 n1 kernel: up\n")
+    db = tmp_path / "d.duckdb"
+    with pytest.raises(SystemExit) as info:
+        main(["ingest", "--db", str(db), "--kind", "kernel", *extra, str(log)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert info.value.code == 2
+    assert len(err) == 1
+    assert extra[0] in err[0]
+    assert "--engine ray" in err[0]
+    assert not db.exists()
+
+
+def test_out_inside_an_input_directory_is_refused(tmp_path: Path) -> None:
+    """--out inside (or equal to) an input directory: refused before Ray starts
+    (hand check: the next directory ingest would read the Parquet as logs)."""
+    pytest.importorskip("ray", reason="ray not installed")
+    from relkit.distributed import ray_parse
+    from relkit.errors import InvalidParameterError
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "n1.log").write_text("2025-03-04T10:22:05+0000 n1 kernel: up\n")
+    for out in (logs / "parsed", logs):
+        with pytest.raises(InvalidParameterError, match="inside the input directory"):
+            ray_parse(logs, out)
+    with pytest.raises(InvalidParameterError, match="inside the input directory"):
+        ray_parse(str(tmp_path / "**" / "*.log"), logs / "parsed")
+    assert not (logs / "parsed").exists()
+
+
+def test_glob_stays_within_one_path_segment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``dir/logs/*.log`` does not reach ``dir/logs/sub/x.log``; ``**`` does
+    (expected: glob.glob, the shell's rule), for local paths and URIs."""
+    monkeypatch.chdir(tmp_path)
+    line = "2025-03-04T10:22:05+0000 n1 kernel: eth0: link up\n"
+    for name in ("logs/a.log", "logs/b.log", "logs/sub/x.log", "logs/sub/deep/y.log"):
+        Path(name).parent.mkdir(parents=True, exist_ok=True)
+        Path(name).write_text(line)
+    for pattern in ("logs/*.log", "logs/**/*.log", "logs/*/*.log", "logs/?.log"):
+        expected = sorted(
+            str(Path(g).resolve())
+            for g in glob(pattern, recursive=True)  # noqa: PTH207
+        )
+        assert list_logs(pattern)[0] == expected, pattern
+        uri = f"file://{tmp_path.resolve()}/{pattern}"
+        assert list_logs(uri)[0] == [f"file://{e}" for e in expected], uri
+    assert list_logs("logs/*.log")[0] == [
+        str((tmp_path / "logs" / n).resolve()) for n in ("a.log", "b.log")
+    ]
+
+
+def test_parse_log_batch_bad_rows_are_named() -> None:
+    """A null path is a refused source row saying so (not a file 'None'); a path
+    twice with other bytes is one refused source row; twice with the same bytes
+    is read once, with a note (hand check of each row)."""
+    line = b"2025-03-04T10:22:05+0000 n1 kernel: NVRM: Xid (PCI:0000:9b:00): 119\n"
+    batch = pa.table(
+        {
+            "path": [None, "a/n1.log", "a/n1.log", "b/n2.log", "b/n2.log"],
+            "bytes": [line, line, line, line, line + line],
+        }
+    )
+    out = parse_log_batch(batch, tz="UTC", host_from_filename=True).to_pylist()
+    sources = [r for r in out if r["record"] == "source"]
+    assert [r["path"] for r in sources] == [None, "a/n1.log", "b/n2.log"]
+    assert "no path" in sources[0]["error"]
+    assert sources[1]["error"] is None
+    assert "read once" in sources[1]["note"]
+    assert sources[1]["n_lines"] == 1
+    assert "different contents" in sources[2]["error"]
+    assert [r["record"] for r in out if r["path"] == "a/n1.log"].count("event") == 1
+    assert not [r for r in out if r["path"] == "b/n2.log" and r["record"] != "source"]
+
+
+def test_parse_log_batch_refuses_text_content() -> None:
+    """Content decoded to text is a SchemaError naming the column, not a
+    TypeError that kills the job (hand check)."""
+    from relkit.errors import SchemaError
+
+    batch = pa.table({"path": ["n1.log"], "content": ["text, not bytes"]})
+    with pytest.raises(SchemaError, match="'content' must be binary"):
+        parse_log_batch(batch)
+
+
+def test_loader_names_a_stray_parquet_and_a_raw_log(
+    archive: Path, tmp_path: Path
+) -> None:
+    """An unrelated Parquet file in the output is named as not relkit's parse
+    output, and nothing is written; a raw log given to --kind parsed-logs is
+    told apart from Parquet (hand check of the messages)."""
+    files = sorted(archive.glob("gpu00[1-2].log"))
+    pq.write_table(parse_log_batch(_batch(files), **OPTS), tmp_path / "p.parquet")
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "stray.parquet")
+    store = Store(":memory:")
+    with pytest.raises(IngestError, match=r"stray\.parquet is not relkit's parse"):
+        read_parsed_logs(store, tmp_path)
+    assert store.table("sources").height == 0
+    with pytest.raises(IngestError, match="is not Parquet: --kind parsed-logs loads"):
+        read_parsed_logs(store, files[0])
+
+
+def test_ingest_help_describes_parsed_logs(capsys: pytest.CaptureFixture[str]) -> None:
+    """relkit ingest --help says what --kind parsed-logs reads (hand check)."""
+    from relkit.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["ingest", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "parsed-logs: the Parquet directory written by --engine ray" in text

@@ -12,20 +12,26 @@ same source.
 
 import datetime as dt
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from relkit.errors import IngestError, PartialIngestError
+from relkit.errors import IngestError, PartialIngestError, RelkitWarning
 from relkit.ingest._common import IngestResult, as_of_option, record_span
 from relkit.store import HASH_ALGORITHM, Store
 
-__all__ = ["KIND", "read_parsed_logs"]
+__all__ = ["KIND", "MANIFEST", "local_path", "read_parsed_logs"]
 
 #: The ``relkit ingest --kind`` of parsed-log output; sources are ``kernel``.
 KIND = "parsed-logs"
 SOURCE_KIND = "kernel"
+#: The list of input files :func:`relkit.distributed.ray_parse` writes beside
+#: its Parquet (JSON: ``files``, each ``path`` as given and ``read_as``, the
+#: absolute path or URI the workers read and the rows carry; ``options``).
+MANIFEST = "_relkit_manifest.json"
+_NULL_PATH = "<no path>"
 
 _NEEDED = (
     "record",
@@ -90,59 +96,121 @@ def read_parsed_logs(
     Raises
     ------
     IngestError
-        If the path is missing, holds no Parquet, or the Parquet is not parsed-log
-        output (columns named).
+        If the path is missing, is a file that is not Parquet (a raw log:
+        use ``--kind kernel``), holds no Parquet, holds a Parquet file that is
+        not parsed-log output (named, with its columns), or its manifest is
+        unreadable. Nothing is written then.
     PartialIngestError
         When some files were refused: by a worker (its ``error``: not a text
-        log, a zone needed, an event without host, ...), because their output
-        is incomplete (a partition missing: the lines do not add up, or the
-        ``source`` row is missing or twice), because their identity is of
-        another algorithm than the store's, or because a file read before
+        log, a zone needed, an event without host, no path, ...); because the
+        output is incomplete (a file of the manifest without rows, a file
+        with rows but not in the manifest, the lines of a file do not add up,
+        or its ``source`` row is missing or twice); because their identity is
+        of another algorithm than the store's; or because a file read before
         from the same path has changed (without ``replace``). The others are
         written first; ``failures`` names each refused file with its reason.
 
+    Warns
+    -----
+    RelkitWarning
+        When the output has no manifest (Spark's, or written by hand): it is
+        loaded, but whether every file's rows are there cannot be checked.
+
     Notes
     -----
-    A file's path is its ``path`` as the engine gave it (``file:`` URIs as
-    local paths); its ``resolved_path`` option is that path resolved on this
-    machine, or the URI itself. Time columns are UTC.
+    :func:`relkit.distributed.ray_parse` writes :data:`MANIFEST` beside its
+    Parquet: every input file with its path as the user gave it. A file's
+    ``path`` in the store is that given path (``sim/kernel/gpu001.log`` stays
+    relative, as :func:`relkit.ingest.kernel.read_kernel` records it), its
+    ``resolved_path`` option the absolute path (or URI) the workers read.
+    Without a manifest the path is the rows' ``path`` (``file:`` URIs as
+    local paths, :func:`local_path`). The manifest checks that every file
+    has its rows and no other file's rows are mixed in; it does not check
+    values edited inside the Parquet by hand (out of scope: the lines of a
+    file adding up is the only check of the rows themselves). Time columns
+    are UTC.
     """
     p = Path(path)
     if not p.exists():
         msg = "no such file or directory. Check the path."
         raise IngestError(path, msg)
+    hint = (
+        "--kind parsed-logs loads the Parquet directory written by relkit ingest "
+        "--engine ray --out DIR (relkit.distributed.ray_parse) or by Spark's "
+        "mapInArrow; read raw logs with --kind kernel"
+    )
+    if p.is_file() and not _is_parquet(p):
+        raise IngestError(path, f"is not Parquet: {hint}.")
     files = sorted(p.rglob("*.parquet")) if p.is_dir() else [p]
     if not files:
-        msg = (
-            "holds no Parquet files; expected the output of relkit ingest --engine "
-            "ray --out DIR (or relkit.distributed.ray_parse)."
+        raise IngestError(path, f"holds no Parquet files; {hint}.")
+    frames = []
+    for f in files:
+        try:
+            found = pl.read_parquet_schema(f)
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            short = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc)
+            msg = f"{f} is not readable as Parquet ({short}); write the output again."
+            raise IngestError(path, msg) from exc
+        if missing := [c for c in _NEEDED if c not in found]:
+            msg = (
+                f"{f} is not relkit's parse output (columns {missing} are missing; "
+                f"found {list(found)[:6]}...); move it out of {path} and load again."
+            )
+            raise IngestError(path, msg)
+        frames.append(pl.read_parquet(f))
+    frame = pl.concat(frames, how="diagonal_relaxed")
+    frame = frame.with_columns(
+        pl.col("path").replace({u: local_path(u) for u in frame["path"].drop_nulls()})
+    )
+    manifest = _read_manifest(path, p.parent if p.is_file() else p)
+    if manifest is None:
+        warnings.warn(
+            RelkitWarning(
+                f"{path} has no {MANIFEST} (Spark's output, or written by hand): "
+                "whether every log file's rows are present cannot be checked"
+            ),
+            stacklevel=2,
         )
-        raise IngestError(path, msg)
-    try:
-        frame = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        short = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc)
-        msg = f"not readable as Parquet ({short}); write the output again."
-        raise IngestError(path, msg) from exc
-    if missing := [c for c in _NEEDED if c not in frame.columns]:
-        msg = (
-            f"is not parsed-log output: columns {missing} are missing (found "
-            f"{frame.columns[:8]}...); expected relkit.distributed's output."
-        )
-        raise IngestError(path, msg)
+        shown = {n: n for n in frame["path"].drop_nulls().unique()}
+    else:
+        shown = manifest
     as_of_opts = as_of_option(path, as_of)
     results: list[IngestResult] = []
     failures: list[IngestError] = []
-    names = frame.get_column("path").unique().sort().to_list()
     by_path = frame.partition_by("path", as_dict=True, maintain_order=True)
+    nulls = by_path.pop((None,), None)
+    if nulls is not None:  # a batch row without a path: refused by the parse
+        for src in nulls.filter(pl.col("record") == "source").iter_rows(named=True):
+            why = src["error"] or "a row without a path"
+            failures.append(IngestError(_NULL_PATH, why))
+    names = sorted(set(shown) | {k[0] for k in by_path}, key=lambda n: shown.get(n, n))
     for name in names:
-        rows = by_path[(name,)]
+        rows = by_path.get((name,))
+        if rows is None:
+            msg = (
+                f"is listed in {MANIFEST} but the output has no rows for it: a "
+                f"Parquet partition of {path} is missing (or was written on another "
+                "machine's local disk: --out must be a shared filesystem or object "
+                "store on a multi-node cluster); parse again into an empty directory."
+            )
+            failures.append(IngestError(shown[name], msg))
+            continue
+        if name not in shown:
+            msg = (
+                f"has rows in {path} but is not in its {MANIFEST}: the directory "
+                "mixes the output of several runs; parse again into an empty "
+                "directory."
+            )
+            failures.append(IngestError(name, msg))
+            continue
         try:
             results.append(
                 _load_one(
                     store,
-                    name,
+                    shown[name],
                     rows,
+                    resolved=_resolved(name),
                     replace=replace,
                     as_of=as_of_opts,
                     legacy=store.holds_sha256(SOURCE_KIND),
@@ -151,8 +219,64 @@ def read_parsed_logs(
         except IngestError as exc:
             failures.append(exc)
     if failures:
-        raise PartialIngestError(path, failures, results, len(names))
+        n_files = len(names) + sum(1 for f in failures if f.path == _NULL_PATH)
+        raise PartialIngestError(path, failures, results, n_files)
     return results
+
+
+def local_path(path: str) -> str:
+    """Return a ``file:`` URI as the local path it names; other text as it is.
+
+    ``file:/x``, ``file:///x`` and ``file://localhost/x`` (Spark's
+    ``binaryFile`` gives ``file:/x``) are ``/x``; a ``file://HOST/x`` of
+    another host and every other URI or path are returned unchanged. Percent
+    escapes are kept as they are (Spark does not escape its paths).
+
+    Parameters
+    ----------
+    path : str
+        A path or URI.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> [local_path(u) for u in ("file:/a/b", "file:///a/b", "file://localhost/a")]
+    ['/a/b', '/a/b', '/a']
+    """
+    if not path.startswith("file:"):
+        return path
+    rest = path[len("file:") :]
+    if rest.startswith("//"):
+        host, _, tail = rest[2:].partition("/")
+        if host not in ("", "localhost"):
+            return path
+        return "/" + tail
+    return rest
+
+
+def _is_parquet(path: Path) -> bool:
+    """Whether a file starts with Parquet's magic bytes ``PAR1``."""
+    with path.open("rb") as fh:
+        return fh.read(4) == b"PAR1"
+
+
+def _read_manifest(given: str | Path, folder: Path) -> dict[str, str] | None:
+    """Read the manifest: ``read_as`` to the path as given (None: no manifest)."""
+    where = folder / MANIFEST
+    if not where.is_file():
+        return None
+    try:
+        body = json.loads(where.read_text(encoding="utf-8"))
+        return {str(f["read_as"]): str(f["path"]) for f in body["files"]}
+    except (ValueError, KeyError, TypeError) as exc:
+        msg = (
+            f"its {MANIFEST} is not readable ({type(exc).__name__}: {exc}); parse "
+            "again into an empty directory."
+        )
+        raise IngestError(given, msg) from exc
 
 
 def _load_one(
@@ -160,6 +284,7 @@ def _load_one(
     name: str,
     rows: pl.DataFrame,
     *,
+    resolved: str,
     replace: bool,
     as_of: dict[str, str],
     legacy: bool,
@@ -205,7 +330,6 @@ def _load_one(
         raise IngestError(name, msg)
     # a store upgraded from schema 6 knows older files by their SHA-256
     ids = (content_hash, str(src["content_sha256"])) if legacy else (content_hash,)
-    resolved = _resolved(name)
     same_path, same_bytes = _earlier(store, ids, resolved)
     tables = {"events": events, "log_spans": spans}
     proven = json.loads(src["options"])
