@@ -211,8 +211,12 @@ def parse_log_batch(
     batch : pyarrow.RecordBatch or pyarrow.Table
         One row per file: ``path`` (string: its name or URI, as Ray's
         ``read_binary_files(include_paths=True)`` and Spark's ``binaryFile``
-        source give it) and its content, ``bytes`` (Ray) or ``content``
-        (Spark), binary. Other columns are ignored. The caller chooses the
+        source give it; ``file:/x`` URIs are recorded as the local path
+        ``/x``) and its content, ``bytes`` (Ray) or ``content`` (Spark),
+        binary. Other columns are ignored. A row without a path is a refused
+        ``source`` row (``path`` null, ``error`` saying so); a path given
+        twice is one ``source`` row: read once (with a note) when the bytes
+        are the same, refused when they differ. The caller chooses the
         files: a directory's documentation and ``*.btime`` records are left
         out by :func:`list_logs` (:func:`is_log_file`), not here.
     tz, reference_date, host, host_from_filename, boot_time
@@ -252,7 +256,8 @@ def parse_log_batch(
     Raises
     ------
     SchemaError
-        If the batch has no ``path`` column or no ``bytes``/``content`` column.
+        If the batch has no ``path`` column or no ``bytes``/``content`` column,
+        or that column is not binary (text decoded from the files).
 
     Notes
     -----
