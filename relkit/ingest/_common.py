@@ -11,7 +11,7 @@ import io
 import json
 import re
 import zoneinfo
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -929,13 +929,14 @@ def _known_sources(store: Store, kind: str) -> list[dict[str, Any]]:
 
 def ingest_many(
     store: Store,
-    paths: list[Path],
+    paths: Sequence[str | Path],
     *,
     kind: str,
     options: list[dict[str, Any]],
-    parse_many: Callable[[list[Path]], list[Parsed | IngestError]],
+    parse_many: Callable[[list[Any]], list[Parsed | IngestError]],
     replace: bool = False,
     as_of: str | dt.datetime | None = None,
+    known: list[tuple[str, tuple[str, ...]]] | None = None,
 ) -> list[IngestResult | IngestError]:
     """:func:`ingest` for many files at once: one look at the store, one write.
 
@@ -948,32 +949,40 @@ def ingest_many(
     later round, so it is skipped (or, with ``replace``, replaces it) as when
     the files are read one after the other. Returns one IngestResult or
     IngestError per path, in order.
+
+    ``known`` gives, per path, its resolved path and identities when the
+    files are not here to check and hash (parsed elsewhere:
+    :mod:`relkit.ingest.parsed_logs`); ``parse_many`` then gets those paths
+    as given.
     """
     out: list[IngestResult | IngestError | None] = [None] * len(paths)
     legacy = store.holds_sha256(kind)
     todo = list(range(len(paths)))
     while todo:
-        known = _known_sources(store, kind)
         by_hash: dict[str, list[dict[str, Any]]] = {}
         by_path: dict[str, list[dict[str, Any]]] = {}
-        for row in known:
+        for row in _known_sources(store, kind):
             by_hash.setdefault(row["content_hash"], []).append(row)
             by_path.setdefault(row["resolved_path"], []).append(row)
         now, later, seen = [], [], set()
-        plans: dict[int, tuple[Path, str, dict[str, Any], tuple[str, ...]]] = {}
+        plans: dict[int, tuple[Any, str, dict[str, Any], tuple[str, ...]]] = {}
         for i in todo:
             path = paths[i]
             try:
-                p = check_file(path)
                 opts = {**options[i], **as_of_option(path, as_of)}
-                ids = file_identities(p, sha256=legacy)
+                if known is None:
+                    p: Any = check_file(path)
+                    ids = file_identities(p, sha256=legacy)
+                    resolved = str(p.resolve())
+                else:
+                    p = path
+                    resolved, ids = known[i]
             except IngestError as exc:
                 out[i] = exc
                 continue
             if seen.intersection(ids):
                 later.append(i)  # the same bytes as a file of this round
                 continue
-            resolved = str(p.resolve())
             same_bytes = [r for h in ids for r in by_hash.get(h, [])]
             same_bytes.sort(key=lambda r: r["source_id"])
             same_path = [
@@ -1002,8 +1011,8 @@ def ingest_many(
 def _write_many(
     store: Store,
     kind: str,
-    paths: list[Path],
-    plans: dict[int, tuple[Path, str, dict[str, Any], tuple[str, ...]]],
+    paths: Sequence[str | Path],
+    plans: dict[int, tuple[Any, str, dict[str, Any], tuple[str, ...]]],
     now: list[tuple[int, tuple[int, ...]]],
     parsed: list[Parsed | IngestError],
     out: list[IngestResult | IngestError | None],

@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from relkit.errors import IngestError, PartialIngestError, RelkitWarning
-from relkit.ingest._common import IngestResult, as_of_option, record_span
+from relkit.ingest._common import IngestResult, Parsed, ingest_many
 from relkit.store import HASH_ALGORITHM, Store
 
 __all__ = ["KIND", "MANIFEST", "local_path", "read_parsed_logs"]
@@ -57,8 +57,6 @@ _EVENTS = (
 )
 #: Source options that say how a file was read (``options_dict`` of kernel.py).
 _READING = ("tz", "reference_date", "host", "boot_time")
-_TOP_REASONS = 3
-_FIRST_LINES = 5
 
 
 def read_parsed_logs(
@@ -175,8 +173,6 @@ def read_parsed_logs(
         shown = {n: n for n in frame["path"].drop_nulls().unique()}
     else:
         shown = manifest
-    as_of_opts = as_of_option(path, as_of)
-    results: list[IngestResult] = []
     failures: list[IngestError] = []
     by_path = frame.partition_by("path", as_dict=True, maintain_order=True)
     nulls = by_path.pop((None,), None)
@@ -185,6 +181,11 @@ def read_parsed_logs(
             why = src["error"] or "a row without a path"
             failures.append(IngestError(_NULL_PATH, why))
     names = sorted(set(shown) | {k[0] for k in by_path}, key=lambda n: shown.get(n, n))
+    legacy = store.holds_sha256(SOURCE_KIND)
+    files: list[str] = []
+    known: list[tuple[str, tuple[str, ...]]] = []
+    reading: list[dict[str, Any]] = []
+    parsed: dict[str, Parsed] = {}
     for name in names:
         rows = by_path.get((name,))
         if rows is None:
@@ -205,23 +206,93 @@ def read_parsed_logs(
             failures.append(IngestError(name, msg))
             continue
         try:
-            results.append(
-                _load_one(
-                    store,
-                    shown[name],
-                    rows,
-                    resolved=_resolved(name),
-                    replace=replace,
-                    as_of=as_of_opts,
-                    legacy=store.holds_sha256(SOURCE_KIND),
-                )
-            )
+            got, ids = _parsed(shown[name], rows, legacy=legacy)
         except IngestError as exc:
             failures.append(exc)
+            continue
+        files.append(shown[name])
+        known.append((_resolved(name), ids))
+        # what read_kernel compares to skip with a note: how the file was read
+        reading.append({k: got.options[k] for k in _READING if k in got.options})
+        parsed[shown[name]] = got
+    # checked, skipped or refused, and written as read_kernel does (one look at
+    # the store's sources and one transaction for all)
+    written = ingest_many(
+        store,
+        files,
+        kind=SOURCE_KIND,
+        options=reading,
+        parse_many=lambda given: [parsed[g] for g in given],
+        replace=replace,
+        as_of=as_of,
+        known=known,
+    )
+    results = [r for r in written if isinstance(r, IngestResult)]
+    failures += [r for r in written if isinstance(r, IngestError)]
     if failures:
         n_files = len(names) + sum(1 for f in failures if f.path == _NULL_PATH)
         raise PartialIngestError(path, failures, results, n_files)
     return results
+
+
+def _parsed(
+    name: str, rows: pl.DataFrame, *, legacy: bool
+) -> tuple[Parsed, tuple[str, ...]]:
+    """One file's rows as the store writer takes them, and its identities.
+
+    Raises IngestError when a worker refused the file, its rows are
+    incomplete, or its identity is of another algorithm than the store's.
+    """
+    rec = pl.col("record")
+    source = rows.filter(rec == "source")
+    if source.height != 1:
+        what = "no 'source' row" if source.height == 0 else "several 'source' rows"
+        msg = (
+            f"the parsed output has {what} for this file (a partition is missing, "
+            "or two runs were written to one directory); parse it again into an "
+            "empty directory."
+        )
+        raise IngestError(name, msg)
+    src = source.row(0, named=True)
+    if src["error"] is not None:
+        raise IngestError(name, src["error"], line_no=src.get("error_line_no"))
+    content_hash = str(src["content_hash"])
+    if not content_hash.startswith(f"{HASH_ALGORITHM}:"):
+        msg = (
+            f"parsed with the identity {content_hash.partition(':')[0]!r} but the "
+            f"store keys files by {HASH_ALGORITHM}; parse it again with this relkit "
+            "version."
+        )
+        raise IngestError(name, msg)
+    events = rows.filter(rec == "event").select(_EVENTS)
+    rejects = rows.filter(rec == "reject").select("line_no", "reason", "raw")
+    ignored = (
+        rows.filter(rec == "ignored")
+        .select("reason", "n_lines")
+        .cast({"n_lines": pl.Int64})
+    )
+    spans = rows.filter(rec == "span").select("host", "first_ts", "last_ts", "n_lines")
+    n_lines = int(src["n_lines"])
+    n_ignored = int(ignored.get_column("n_lines").sum())
+    if events.height + n_ignored + rejects.height != n_lines:
+        msg = (
+            f"the parsed output is incomplete: {n_lines} lines but {events.height} "
+            f"events + {n_ignored} ignored + {rejects.height} rejected (a "
+            "partition is missing?); parse it again into an empty directory."
+        )
+        raise IngestError(name, msg)
+    # a store upgraded from schema 6 knows older files by their SHA-256
+    ids = (content_hash, str(src["content_sha256"])) if legacy else (content_hash,)
+    got = Parsed(
+        n_lines=n_lines,
+        tables={"events": events, "log_spans": spans},
+        rejects=rejects,
+        options=json.loads(src["options"]),
+        n_loaded=events.height,
+        ignored=ignored,
+        note=src["note"],
+    )
+    return got, ids
 
 
 def local_path(path: str) -> str:
@@ -279,211 +350,8 @@ def _read_manifest(given: str | Path, folder: Path) -> dict[str, str] | None:
         raise IngestError(given, msg) from exc
 
 
-def _load_one(
-    store: Store,
-    name: str,
-    rows: pl.DataFrame,
-    *,
-    resolved: str,
-    replace: bool,
-    as_of: dict[str, str],
-    legacy: bool,
-) -> IngestResult:
-    """Check, skip or refuse, and write one file's rows as a kernel source."""
-    rec = pl.col("record")
-    source = rows.filter(rec == "source")
-    if source.height != 1:
-        what = "no 'source' row" if source.height == 0 else "several 'source' rows"
-        msg = (
-            f"the parsed output has {what} for this file (a partition is missing, "
-            "or two runs were written to one directory); parse it again into an "
-            "empty directory."
-        )
-        raise IngestError(name, msg)
-    src = source.row(0, named=True)
-    if src["error"] is not None:
-        raise IngestError(name, src["error"], line_no=src.get("error_line_no"))
-    content_hash = str(src["content_hash"])
-    if not content_hash.startswith(f"{HASH_ALGORITHM}:"):
-        msg = (
-            f"parsed with the identity {content_hash.partition(':')[0]!r} but the "
-            f"store keys files by {HASH_ALGORITHM}; parse it again with this relkit "
-            "version."
-        )
-        raise IngestError(name, msg)
-    events = rows.filter(rec == "event").select(_EVENTS)
-    rejects = rows.filter(rec == "reject").select("line_no", "reason", "raw")
-    ignored = (
-        rows.filter(rec == "ignored")
-        .select("reason", "n_lines")
-        .cast({"n_lines": pl.Int64})
-    )
-    spans = rows.filter(rec == "span").select("host", "first_ts", "last_ts", "n_lines")
-    n_lines = int(src["n_lines"])
-    n_ignored = int(ignored.get_column("n_lines").sum())
-    if events.height + n_ignored + rejects.height != n_lines:
-        msg = (
-            f"the parsed output is incomplete: {n_lines} lines but {events.height} "
-            f"events + {n_ignored} ignored + {rejects.height} rejected (a "
-            "partition is missing?); parse it again into an empty directory."
-        )
-        raise IngestError(name, msg)
-    # a store upgraded from schema 6 knows older files by their SHA-256
-    ids = (content_hash, str(src["content_sha256"])) if legacy else (content_hash,)
-    same_path, same_bytes = _earlier(store, ids, resolved)
-    tables = {"events": events, "log_spans": spans}
-    proven = json.loads(src["options"])
-    options = {
-        **as_of,
-        **record_span(tables),
-        **proven,
-        "resolved_path": resolved,
-    }
-    if not replace and same_bytes:
-        # the options read_kernel compares: how the file was read, and as_of
-        given = {k: proven[k] for k in _READING if k in proven} | as_of
-        note = _skip_note(same_bytes[0], resolved, given)
-        return IngestResult(name, SOURCE_KIND, None, 0, 0, 0, skipped=True, note=note)
-    if not replace and same_path:
-        ids = ", ".join(str(r["source_id"]) for r in same_path)
-        msg = (
-            f"ingested before as source {ids} from this path ({resolved}); the "
-            "file has changed since. Re-read it with --replace (library: "
-            "replace=True), which drops the earlier rows first, or ingest the new "
-            "lines as a file of their own."
-        )
-        raise IngestError(name, msg)
-    drop = tuple(sorted(r["source_id"] for r in same_path + same_bytes))
-    with store.transaction():
-        source_id = store.next_source_id()
-        for table, frame in tables.items():
-            if frame.height:
-                store.append(table, frame.with_columns(source_id=pl.lit(source_id)))
-        store.append("rejects", rejects.with_columns(source_id=pl.lit(source_id)))
-        store.append("ignored", ignored.with_columns(source_id=pl.lit(source_id)))
-        got = store.add_source(
-            name,
-            content_hash=content_hash,
-            kind=SOURCE_KIND,
-            options=options,
-            n_lines=n_lines,
-            n_loaded=events.height,
-            n_rejected=rejects.height,
-            n_ignored=n_ignored,
-        )
-        if got != source_id:  # pragma: no cover - concurrent writer
-            msg = "the store changed during ingest; retry with one writer at a time."
-            raise IngestError(name, msg)
-        store.drop_sources(drop)
-    notes = [src["note"]] if src["note"] else []
-    if drop:
-        ids = ", ".join(map(str, drop))
-        notes.append(
-            f"replaced source{'s' if len(drop) > 1 else ''} {ids} (rows dropped)"
-        )
-    last, as_of_ts = options.get("last_record_ts"), options.get("as_of_ts")
-    if (
-        as_of_ts
-        and last
-        and dt.datetime.fromisoformat(str(last))
-        > dt.datetime.fromisoformat(str(as_of_ts))
-    ):
-        notes.append(f"the file's last record ({last}) is after --as-of {as_of_ts}")
-    top, n_reasons = _top_rejects(rejects)
-    return IngestResult(
-        name,
-        SOURCE_KIND,
-        source_id,
-        n_lines,
-        events.height,
-        rejects.height,
-        skipped=False,
-        note="; ".join(notes) or None,
-        replaced=drop,
-        n_ignored=n_ignored,
-        top_rejects=top,
-        n_reasons=n_reasons,
-        flag_counts=_flag_counts(events),
-    )
-
-
 def _resolved(name: str) -> str:
     """Return the path a source is known by: a local path resolved, a URI as it is."""
     if "://" in name:
         return name
     return str(Path(name).resolve())
-
-
-def _earlier(
-    store: Store, ids: tuple[str, ...], resolved: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Kernel sources from the same path (other bytes), and of the same bytes."""
-    sources = store.table("sources").filter(pl.col("kind") == SOURCE_KIND)
-    same_path, same_bytes = [], []
-    for row in sources.iter_rows(named=True):
-        options = json.loads(row["options"] or "{}")
-        where = options.get("resolved_path") or _resolved(row["path"])
-        row = row | {"options": options, "resolved_path": where}
-        if row["content_hash"] in ids:
-            same_bytes.append(row)
-        elif where == resolved:
-            same_path.append(row)
-    return same_path, same_bytes
-
-
-def _skip_note(
-    known: dict[str, Any], resolved: str, options: dict[str, Any]
-) -> str | None:
-    """Why a file with known bytes was skipped, when that is not obvious."""
-    old = known["options"]
-    if diff := [k for k, v in options.items() if old.get(k) != v]:
-        was = ", ".join(f"{k}={old.get(k)!r}" for k in diff)
-        now = ", ".join(f"{k}={options[k]!r}" for k in diff)
-        return (
-            f"already ingested as source {known['source_id']} with {was}; pass "
-            f"replace=True (--replace) to re-read with {now}"
-        )
-    if known["resolved_path"] != resolved:
-        return (
-            f"the same bytes were already ingested as source {known['source_id']} "
-            f"from {known['path']}"
-        )
-    return None
-
-
-def _top_rejects(
-    rejects: pl.DataFrame,
-) -> tuple[tuple[tuple[str, int, tuple[int, ...]], ...], int]:
-    """Most frequent reject reasons with their first lines (IngestResult's form)."""
-    if rejects.is_empty():
-        return (), 0
-    top = (
-        rejects.group_by("reason")
-        .agg(
-            n=pl.len(),
-            lines=pl.col("line_no").sort().head(_FIRST_LINES),
-            first=pl.col("line_no").min(),
-        )
-        .sort(["n", "first"], descending=[True, False])
-    )
-    rows = tuple(
-        (str(r), int(n), tuple(int(x) for x in lines))
-        for r, n, lines in top.head(_TOP_REASONS).select("reason", "n", "lines").rows()
-    )
-    return rows, top.height
-
-
-def _flag_counts(events: pl.DataFrame) -> tuple[tuple[str, int], ...]:
-    """Count the flags of the loaded events, most frequent first."""
-    if events.is_empty():
-        return ()
-    counts = (
-        events.select(flag=pl.col("flags").str.split(","))
-        .explode("flag")
-        .drop_nulls()
-        .filter(pl.col("flag") != "")
-        .group_by("flag")
-        .len()
-        .sort(["len", "flag"], descending=[True, False])
-    )
-    return tuple((str(f), int(n)) for f, n in counts.rows())
