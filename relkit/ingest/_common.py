@@ -915,12 +915,23 @@ def ingest(
     )
 
 
-def _known_sources(store: Store, kind: str) -> list[dict[str, Any]]:
-    """Every source of ``kind``, options decoded, with its ``resolved_path``."""
+def _known_sources(
+    store: Store, kind: str, hashes: set[str], paths: set[str]
+) -> list[dict[str, Any]]:
+    """Return the sources of ``kind`` with one of ``hashes`` or from ``paths``.
+
+    Options decoded, with the ``resolved_path`` each is known by; only the rows
+    that can match are decoded (a store may hold 100,000 sources).
+    """
+    sources = store.table("sources").filter(pl.col("kind") == kind)
+    where = pl.col("options").fill_null("{}").str.json_path_match("$.resolved_path")
+    maybe = (
+        pl.col("content_hash").is_in(list(hashes))
+        | where.is_in(list(paths))
+        | where.is_null()  # an old row without it: resolved from its path below
+    )
     rows = []
-    for row in (
-        store.table("sources").filter(pl.col("kind") == kind).iter_rows(named=True)
-    ):
+    for row in sources.filter(maybe).iter_rows(named=True):
         options = json.loads(row["options"] or "{}")
         where = options.get("resolved_path") or str(Path(row["path"]).resolve())
         rows.append(row | {"options": options, "resolved_path": where})
@@ -959,13 +970,7 @@ def ingest_many(
     legacy = store.holds_sha256(kind)
     todo = list(range(len(paths)))
     while todo:
-        by_hash: dict[str, list[dict[str, Any]]] = {}
-        by_path: dict[str, list[dict[str, Any]]] = {}
-        for row in _known_sources(store, kind):
-            by_hash.setdefault(row["content_hash"], []).append(row)
-            by_path.setdefault(row["resolved_path"], []).append(row)
-        now, later, seen = [], [], set()
-        plans: dict[int, tuple[Any, str, dict[str, Any], tuple[str, ...]]] = {}
+        checked: dict[int, tuple[Any, str, dict[str, Any], tuple[str, ...]]] = {}
         for i in todo:
             path = paths[i]
             try:
@@ -980,6 +985,18 @@ def ingest_many(
             except IngestError as exc:
                 out[i] = exc
                 continue
+            checked[i] = (p, resolved, opts, ids)
+        by_hash: dict[str, list[dict[str, Any]]] = {}
+        by_path: dict[str, list[dict[str, Any]]] = {}
+        hashes = {h for *_, ids in checked.values() for h in ids}
+        where = {resolved for _, resolved, _, _ in checked.values()}
+        for row in _known_sources(store, kind, hashes, where):
+            by_hash.setdefault(row["content_hash"], []).append(row)
+            by_path.setdefault(row["resolved_path"], []).append(row)
+        now, later, seen = [], [], set()
+        plans: dict[int, tuple[Any, str, dict[str, Any], tuple[str, ...]]] = {}
+        for i, (p, resolved, opts, ids) in checked.items():
+            path = paths[i]
             if seen.intersection(ids):
                 later.append(i)  # the same bytes as a file of this round
                 continue

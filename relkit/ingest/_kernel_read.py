@@ -865,52 +865,61 @@ class StreamFrames:
             yield group
 
     def _prepared(self) -> Iterator[pl.DataFrame]:
+        """Frames per group of files: tested in :data:`WORKERS` threads, in order."""
+        from collections import deque
+        from concurrent.futures import Future, ThreadPoolExecutor
+
+        ahead: deque[Future] = deque()
+        with ThreadPoolExecutor(WORKERS, thread_name_prefix="relkit-block") as pool:
+            try:
+                for group in self._groups():
+                    ks = [k for k, _ in group]
+                    counts = [d.count(b"\n") for _, d in group]
+                    offset = self.n_lines
+                    at = offset
+                    for k, c in zip(ks, counts, strict=True):
+                        self.starts[k], self.n_lines_f[k] = at, c
+                        at += c
+                    self.n_lines = at
+                    ahead.append(pool.submit(self._prepare, group, counts, offset))
+                    while len(ahead) > WORKERS:
+                        yield self._fold(ahead.popleft().result())
+                while ahead:
+                    yield self._fold(ahead.popleft().result())
+            finally:
+                for future in ahead:
+                    future.cancel()
+
+    def _prepare(
+        self, group: list[tuple[int, bytes]], counts: list[int], offset: int
+    ) -> tuple[pl.DataFrame, pl.DataFrame, list[tuple[int, tuple[int, str]]], int, int]:
+        """Split, test and filter one group of files (in a worker thread)."""
         import numpy as np
 
-        for group in self._groups():
-            ks = [k for k, _ in group]
-            counts = [d.count(b"\n") for _, d in group]
-            data = b"".join(d for _, d in group)
-            batch = split_block(data) if data else pl.Series("line", [], pl.String)
-            n = batch.len()
-            offset = self.n_lines
-            at = offset
-            for k, c in zip(ks, counts, strict=True):
-                self.starts[k], self.n_lines_f[k] = at, c
-                at += c
-            file_no = pl.Series("file_no", np.repeat(ks, counts), dtype=pl.Int64)
-            dflt = pl.Series(
-                "dflt", [self.hosts[k] for k in ks], dtype=pl.String
-            ).gather(pl.Series(np.repeat(np.arange(len(ks)), counts)))
-            cand = keyword_lines(data, batch) if n else None
-            rows = pl.DataFrame({"line": batch, "file_no": file_no, "dflt": dflt})
-            rows = rows.with_columns(
-                line_no=pl.int_range(offset + 1, offset + 1 + n, dtype=pl.Int64),
-                syslog_host=pl.col("line").str.extract(kp.CLOCK_HOST, 1),
-                **_flags(pl.col("line"), cand),
-            )
-            every = rows.select("line_no", "line", "blank", "syslog_host")
-            if self.on_batch is not None:
-                self.on_batch(every)
-            self._count(rows, ks, counts, batch)
-            self.n_lines = offset + n
-            self.n_bytes += len(data)
-            if self.on_progress is not None:
-                self.on_progress(self.n_bytes, self.n_lines)
-            yield _kept(rows, full=False)
-
-    def _count(
-        self, rows: pl.DataFrame, ks: list[int], counts: list[int], batch: pl.Series
-    ) -> None:
-        """Per file: blank lines and last non-blank line; per host key: its span."""
-        blank = rows.group_by("file_no").agg(pl.col("blank").sum())
-        for k, b in blank.iter_rows():
-            self.n_blank_f[k] = b
+        ks = [k for k, _ in group]
+        data = b"".join(d for _, d in group)
+        batch = split_block(data) if data else pl.Series("line", [], pl.String)
+        n = batch.len()
+        file_no = pl.Series("file_no", np.repeat(ks, counts), dtype=pl.Int64)
+        dflt = pl.Series("dflt", [self.hosts[k] for k in ks], dtype=pl.String).gather(
+            pl.Series(np.repeat(np.arange(len(ks)), counts))
+        )
+        cand = keyword_lines(data, batch) if n else None
+        rows = pl.DataFrame({"line": batch, "file_no": file_no, "dflt": dflt})
+        rows = rows.with_columns(
+            line_no=pl.int_range(offset + 1, offset + 1 + n, dtype=pl.Int64),
+            syslog_host=pl.col("line").str.extract(kp.CLOCK_HOST, 1),
+            **_flags(pl.col("line"), cand),
+        )
+        every = rows.select("line_no", "line", "blank", "syslog_host")
+        if self.on_batch is not None:
+            self.on_batch(every)
+        lasts = []
         local = 0
         for k, c in zip(ks, counts, strict=True):
             last = last_nonblank(batch.slice(local, c))
             if last is not None:
-                self.last_lines[k] = (self.starts[k] + last[0] + 1, last[1])
+                lasts.append((k, last))
             local += c
         some = ~pl.col("blank")
         spans = (
@@ -928,6 +937,25 @@ class StreamFrames:
             )
             .filter(pl.col("n_lines") > 0)
         )
+        blank = rows.group_by("file_no").agg(pl.col("blank").sum())
+        return _kept(rows, full=False), spans, lasts, len(data), blank
+
+    def _fold(
+        self,
+        got: tuple[
+            pl.DataFrame,
+            pl.DataFrame,
+            list[tuple[int, tuple[int, str]]],
+            int,
+            pl.DataFrame,
+        ],
+    ) -> pl.DataFrame:
+        """Fold one group into the per-file counts and per-host spans (in order)."""
+        kept, spans, lasts, n_bytes, blank = got
+        for k, b in blank.iter_rows():
+            self.n_blank_f[k] = b
+        for k, (i, text) in lasts:
+            self.last_lines[k] = (self.starts[k] + i + 1, text)
         for hkey, n_h, files, h_no, h, t_no, t in spans.iter_rows():
             self.spans.setdefault(hkey, HostSpan()).add(
                 n_h,
@@ -935,6 +963,10 @@ class StreamFrames:
                 list(zip(t_no, t, strict=True)),
             )
             self.host_files.setdefault(hkey, set()).update(files)
+        self.n_bytes += n_bytes
+        if self.on_progress is not None:
+            self.on_progress(self.n_bytes, self.n_lines)
+        return kept
 
     def __iter__(self) -> Iterator[pl.DataFrame]:
         yield from _prefetch(self._prepared())

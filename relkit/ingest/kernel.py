@@ -1147,12 +1147,13 @@ def _parse_stream(
     spans = spans.filter(pl.col("host").is_not_null())
     spans_by = (
         {
-            int(k): part.drop("hkey")
+            int(k): part
             for (k,), part in spans.with_columns(
                 _file=pl.col("hkey").replace_strict(
                     file_of_host, default=-1, return_dtype=pl.Int64
                 )
             )
+            .drop("hkey")
             .partition_by("_file", as_dict=True, include_key=False)
             .items()
         }
