@@ -37,6 +37,7 @@ from relkit.errors import IngestError, InvalidParameterError
 from relkit.ingest.kernel import (
     BTIME_SUFFIX,
     NOT_LOG_SUFFIXES,
+    KernelLog,
     is_log_file,
 )
 
@@ -262,8 +263,10 @@ def parse_log_batch(
     Notes
     -----
     A file's bytes are held in memory once (the batch) and once on local disk
-    (the temporary copy); give Ray and Spark one file per batch (Ray:
-    ``batch_size=1``) for large files.
+    (the temporary copy); give Ray and Spark small batches (Ray:
+    ``batch_size=1``) for large files. The small files of a batch are read
+    together as one stream (:func:`relkit.ingest.kernel.parse_kernel_logs`),
+    each still getting what it gets alone.
 
     Examples
     --------
@@ -332,6 +335,7 @@ def parse_log_batch(
                 b"" if data is None else data
             )
     parts = []
+    todo: list[tuple[int, str, bytes, int]] = []  # (slot, name, bytes, copies)
     for row, p in enumerate(paths):
         if p is None:
             reason = (
@@ -351,12 +355,16 @@ def parse_log_batch(
             )
             parts.append(_error_row(name, reason, None, (None, None)))
             continue
-        table = _parse_one(name, copies[0], opts, records)
-        if len(copies) > 1:
+        todo.append((len(parts), name, copies[0], len(copies)))
+        parts.append(None)  # filled below, in the batch's order
+    for (slot, _, _, copies), table in zip(
+        todo, _parse_files([(n, d) for _, n, d, _ in todo], opts, records), strict=True
+    ):
+        if copies > 1:
             table = _add_note(
-                table, f"given {len(copies)} times in one batch (same bytes): read once"
+                table, f"given {copies} times in one batch (same bytes): read once"
             )
-        parts.append(table)
+        parts[slot] = table
     schema = output_schema()
     if not parts:
         return schema.empty_table()
@@ -398,12 +406,58 @@ def parse_log_batches(
         yield from parse_log_batch(batch, **options).to_batches()
 
 
+def _parse_files(
+    files: list[tuple[str, bytes]], opts: dict[str, Any], records: Mapping[str, str]
+) -> list[pa.Table]:
+    """Each file's rows, the small ones read together as one stream.
+
+    The files are written to a temporary directory each (their names kept: a
+    name gives the host and the boot-time record) and parsed by
+    :func:`relkit.ingest.kernel.parse_kernel_logs`, as a directory ingest
+    reads them; an unexpected error falls back to one file at a time, so it
+    is charged to the file that caused it.
+    """
+    from relkit.ingest._kernel_read import file_host
+    from relkit.ingest.kernel import parse_kernel_logs
+
+    if len(files) <= 1:
+        return [_parse_one(name, data, opts, records) for name, data in files]
+    with tempfile.TemporaryDirectory(prefix="relkit-") as tmp:
+        locals_, ids = [], []
+        for i, (name, data) in enumerate(files):
+            folder = Path(tmp) / str(i)
+            folder.mkdir()
+            local = folder / (PurePosixPath(name).name or "log")
+            local.write_bytes(data)
+            record = records.get(_sidecar_key(name))
+            if record is not None:
+                sidecar = folder / f"{file_host(Path(local.name))}{BTIME_SUFFIX}"
+                sidecar.write_text(record, encoding="utf-8")
+            locals_.append(local)
+            ids.append(content_digest(local))
+        try:
+            logs = parse_kernel_logs(locals_, **opts)
+        except IngestError as exc:  # an option wrong for every file
+            return [
+                _error_row(name, exc.reason, exc.line_no, ids[i])
+                for i, (name, _) in enumerate(files)
+            ]
+        except Exception:  # a bug: find the file that causes it, one by one
+            return [_parse_one(name, data, opts, records) for name, data in files]
+        out = []
+        for (name, _), local, ident, log in zip(files, locals_, ids, logs, strict=True):
+            if isinstance(log, IngestError):
+                reason = log.reason.replace(str(local), name)
+                out.append(_error_row(name, reason, log.line_no, ident))
+            else:
+                out.append(_log_rows(name, log, ident))
+        return out
+
+
 def _parse_one(
     path: str, data: bytes, opts: dict[str, Any], records: Mapping[str, str]
 ) -> pa.Table:
     """One file's rows (a ``source`` row with ``error`` when it is refused)."""
-    import polars as pl
-
     from relkit.ingest._kernel_read import file_host
     from relkit.ingest.kernel import parse_kernel_log
 
@@ -428,6 +482,15 @@ def _parse_one(
                 "please report it with the file"
             )
             return _error_row(path, reason, None, ids)
+    return _log_rows(path, log, ids)
+
+
+def _log_rows(
+    path: str, log: KernelLog, ids: tuple[str | None, str | None]
+) -> pa.Table:
+    """Give one parsed file's rows: ``source``, events, rejects, counts, spans."""
+    import polars as pl
+
     source = pl.DataFrame(
         {
             "record": ["source"],
@@ -803,7 +866,7 @@ def ray_parse(
     host: str | None = None,
     host_from_filename: bool = False,
     boot_time: str | dt.datetime | None = None,
-    batch_size: int = 1,
+    batch_size: int = 32,
     progress: Callable[[str], None] | None = None,
 ) -> ParseSummary:
     """Parse kernel/syslog logs on a Ray cluster and write Parquet for the store.
@@ -846,8 +909,11 @@ def ray_parse(
         CPUs of a local instance (default: all of the machine's).
     tz, reference_date, host, host_from_filename, boot_time
         As for :func:`relkit.ingest.kernel.read_kernel`.
-    batch_size : int, default 1
-        Files per ``map_batches`` call.
+    batch_size : int, default 32
+        Files per ``map_batches`` call: a worker reads its batch's small files
+        as one stream, as a directory ingest does (the fixed cost per file is
+        then small); the batch's files are held in the worker's memory, so
+        lower it for large files.
     progress : callable, optional
         Gets one line once the options are checked and the files listed
         (``parsing N file(s) ... on Ray``).

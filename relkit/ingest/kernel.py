@@ -17,7 +17,7 @@ BLAKE3 digest (its identity in the store) is computed in a thread meanwhile.
 """
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -73,6 +73,7 @@ __all__ = [
     "is_log_file",
     "link_context",
     "parse_kernel_log",
+    "parse_kernel_logs",
     "read_kernel",
     "resolve_times",
 ]
@@ -1396,15 +1397,22 @@ def _round_parser(
     where = {f: i for i, f in enumerate(chunk)}
 
     def parse(fs: list[Path]) -> list[Parsed | IngestError]:
-        return _parse_many(
+        hosts_here = [hosts[where[f]] for f in fs]
+        logs = _parse_many(
             fs,
             [sizes[where[f]] for f in fs],
             tz=tz,
             ref=ref,
-            hosts=[hosts[where[f]] for f in fs],
+            hosts=hosts_here,
             boot=boot,
             on_progress=on_progress,
         )
+        return [
+            log
+            if isinstance(log, IngestError)
+            else _as_parsed(log, options_dict(tz, ref, h, boot))
+            for log, h in zip(logs, hosts_here, strict=True)
+        ]
 
     return parse
 
@@ -1443,7 +1451,7 @@ def _parse_many(
     hosts: list[str | None],
     boot: dt.datetime | None,
     on_progress: Callable[[int, int], None] | None = None,
-) -> list[Parsed | IngestError]:
+) -> list[KernelLog | IngestError]:
     """Parse a directory's files: small ones as streams, the rest one by one.
 
     Small files are read as streams (:func:`_parse_stream`) of files with
@@ -1472,7 +1480,7 @@ def _parse_many(
         )
         for i, log in zip(idx, got, strict=True):
             logs[i] = log
-    out: list[Parsed | IngestError] = []
+    out: list[KernelLog | IngestError] = []
     for i, f in enumerate(files):
         log = logs[i]
         if log is None:
@@ -1480,9 +1488,73 @@ def _parse_many(
                 log = _parse_log(f, tz=tz, ref=ref, host=hosts[i], boot=boot)
             except IngestError as exc:
                 log = exc
-        reading = options_dict(tz, ref, hosts[i], boot)
-        out.append(log if isinstance(log, IngestError) else _as_parsed(log, reading))
+        assert log is not None  # no keep_going: never stopped
+        out.append(log)
     return out
+
+
+def parse_kernel_logs(
+    paths: Sequence[str | Path],
+    *,
+    tz: str | None = None,
+    reference_date: str | dt.date | None = None,
+    host: str | None = None,
+    host_from_filename: bool = False,
+    boot_time: str | dt.datetime | None = None,
+) -> list[KernelLog | IngestError]:
+    """:func:`parse_kernel_log` of many files at once; no store.
+
+    Small files are read together as streams, as :func:`read_kernel` reads a
+    directory (each file still gets exactly what it gets alone); a file that
+    cannot be read is its IngestError in the list, in order, and does not
+    stop the others. For engines that parse batches of files on many
+    machines (:func:`relkit.distributed.parse_log_batch`).
+
+    Parameters
+    ----------
+    paths : sequence of str or Path
+        Log files (plain or compressed). ``host_from_filename`` takes each
+        file's host from its name, and a ``<host>.btime`` record is looked
+        for beside each file, as :func:`read_kernel` does.
+    tz, reference_date, host, host_from_filename, boot_time
+        As for :func:`read_kernel`.
+
+    Returns
+    -------
+    list of KernelLog or IngestError
+        One per path, in order.
+
+    Raises
+    ------
+    IngestError
+        If ``tz``, ``reference_date`` or ``boot_time`` is invalid (for all
+        files).
+    """
+    files = [Path(p) for p in paths]
+    anchor = files[0] if files else Path()
+    check_tz(anchor, tz)
+    ref = parse_reference_date(anchor, reference_date)
+    boot = parse_boot_time(anchor, boot_time)
+    out: list[KernelLog | IngestError | None] = [None] * len(files)
+    good = []
+    for i, f in enumerate(files):
+        try:
+            check_file(f)
+        except IngestError as exc:
+            out[i] = exc
+        else:
+            good.append(i)
+    logs = _parse_many(
+        [files[i] for i in good],
+        [_size_or_zero(files[i]) for i in good],
+        tz=tz,
+        ref=ref,
+        hosts=[file_host(files[i]) if host_from_filename else host for i in good],
+        boot=boot,
+    )
+    for i, log in zip(good, logs, strict=True):
+        out[i] = log
+    return [x for x in out if x is not None]
 
 
 def _read_one(
