@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
-from typing import NoReturn
 
 from relkit.errors import RelkitError
 
-Progress = Callable[[str], None]
+#: ``typing.TYPE_CHECKING`` without importing typing (start-up, issue 13 §3).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NoReturn
+
+    Progress = Callable[[str], None]
 
 #: Exit code of a usage error (missing ray), as argparse's.
 EXIT_USAGE = 2

@@ -727,8 +727,47 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Absorb:
+    """Stands in for a verb's parser whose options are not needed this run."""
+
+    def __getattr__(self, name: str) -> Callable[..., _Absorb]:
+        return self._absorb
+
+    def _absorb(self, *args: object, **kwargs: object) -> _Absorb:
+        return self
+
+
+class _Verbs:
+    """``add_subparsers()``'s action, building only the options of ``only``.
+
+    Every verb is registered (``relkit --help`` lists it, a wrong verb is
+    named among the choices), but a verb other than ``only`` gets a bare
+    parser and its options go to :class:`_Absorb`: start-up builds one verb's
+    options, not all of them (``bench/bench_startup.py``).
+    """
+
+    def __init__(self, verbs: argparse._SubParsersAction, only: str) -> None:
+        self._verbs, self._only = verbs, only
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:  # noqa: ANN401
+        if name == self._only:
+            return self._verbs.add_parser(name, **kwargs)
+        self._verbs.add_parser(name, help=kwargs.get("help"))
+        return _Absorb()  # type: ignore[return-value]
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401
+        return getattr(self._verbs, name)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """Build the argument parser of the ``relkit`` command.
+
+    Parameters
+    ----------
+    only : str, optional
+        Build the options of this verb only (the others are listed, with
+        their help line, but take no options); ``""``: no verb's options
+        (enough for ``relkit --help``). Default: every verb's.
 
     Returns
     -------
@@ -740,9 +779,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reliability answers from GPU cluster failure and job logs.",
     )
     parser.add_argument("--version", action="version", version=f"relkit {_VERSION}")
-    verbs = parser.add_subparsers(
+    verbs: Any = parser.add_subparsers(
         dest="verb", required=True, metavar="VERB", parser_class=_Parser
     )
+    if only is not None:
+        verbs = _Verbs(verbs, only)
 
     p = verbs.add_parser("ingest", help="read raw files into the store")
     _add_db(p)
@@ -1094,7 +1135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if given == ["--version"]:  # no verb's parser is needed for this one
         print(f"relkit {_VERSION}")
         return 0
-    parser = build_parser()
+    # only the verb given needs its options (or none, for `relkit --help`)
+    verb = given[0] if given and not given[0].startswith("-") else ""
+    parser = build_parser(only=verb)
     args = parser.parse_args(given)
     func: Callable[[argparse.Namespace], int] = args.func
     with warnings.catch_warnings():  # restores the warning machinery after

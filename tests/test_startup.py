@@ -175,3 +175,37 @@ def test_version_fast_path_prints_the_package_version(
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out == f"relkit {relkit.__version__}\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["mtbf", "--bad"],
+        ["ingest"],
+        ["ingest", "--kind", "nope", "x"],
+        ["survival", "--unit", "bogus"],
+        ["nosuch"],
+        [],
+        ["--help"],
+        ["mtbf", "--help"],
+        ["cif", "--db", "x.duckdb", "--by", "system"],
+    ],
+)
+def test_one_verb_parser_says_what_the_full_one_says(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """build_parser(only=VERB), what `relkit VERB ...` builds, parses and
+    refuses exactly as the parser with every verb's options: same namespace
+    (bar the function), same help and error text, same exit code."""
+    from relkit.cli import build_parser
+
+    said = []
+    for only in (None, argv[0] if argv and not argv[0].startswith("-") else ""):
+        try:
+            ns = vars(build_parser(only=only).parse_args(argv))
+            ns.pop("func", None)
+            code = None
+        except SystemExit as exc:
+            ns, code = None, exc.code
+        said.append((ns, code, capsys.readouterr()))
+    assert said[0] == said[1]
