@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from relkit.errors import IngestError, InvalidParameterError
 from relkit.ingest.kernel import (
     BTIME_SUFFIX,
+    EVENT_COLUMNS,
     NOT_LOG_SUFFIXES,
     KernelLog,
     is_log_file,
@@ -105,20 +106,6 @@ SPARK_SCHEMA = ", ".join(f"{n} {_SPARK_TYPES[k]}" for n, k in OUTPUT_COLUMNS)
 #: (the rule of :func:`relkit.ingest.kernel.read_kernel` for a directory).
 # the directory rule is read_kernel's own (one copy)
 
-#: Event columns of :class:`relkit.ingest.kernel.KernelLog` ``events``.
-_EVENT_COLUMNS = (
-    "line_no",
-    "ts",
-    "host",
-    "device",
-    "code",
-    "failure_mode",
-    "severity",
-    "detail",
-    "flags",
-    "count",
-    "mono_s",
-)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -512,7 +499,7 @@ def _log_rows(
     frames: list[pl.DataFrame] = [source]
     if log.events.height:
         frames.append(
-            log.events.select(_EVENT_COLUMNS).with_columns(record=pl.lit("event"))
+            log.events.select(EVENT_COLUMNS).with_columns(record=pl.lit("event"))
         )
     if log.rejects.height:
         frames.append(

@@ -67,6 +67,7 @@ from relkit.store import Store
 
 __all__ = [
     "DOC_STEMS",
+    "EVENT_COLUMNS",
     "NOT_LOG_SUFFIXES",
     "KernelLog",
     "classify_lines",
@@ -579,19 +580,24 @@ def _events_table(events: pl.DataFrame) -> pl.DataFrame:
             )
         )
     )
-    return events.select(
-        "line_no",
-        "ts",
-        "host",
-        "device",
-        "code",
-        "failure_mode",
-        "severity",
-        detail=detail,
-        flags="flags",
-        count="count",
-        mono_s="mono_s",
-    )
+    return events.with_columns(detail=detail).select(EVENT_COLUMNS)
+
+
+#: Columns of a kernel log's ``events`` (:class:`KernelLog`), in order: the
+#: ``events`` table's without ``source_id``.
+EVENT_COLUMNS = (
+    "line_no",
+    "ts",
+    "host",
+    "device",
+    "code",
+    "failure_mode",
+    "severity",
+    "detail",
+    "flags",
+    "count",
+    "mono_s",
+)
 
 
 #: In a directory of logs, files with these suffixes or names are documentation.

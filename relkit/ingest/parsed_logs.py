@@ -20,6 +20,7 @@ import polars as pl
 
 from relkit.errors import IngestError, PartialIngestError, RelkitWarning
 from relkit.ingest._common import IngestResult, Parsed, ingest_many
+from relkit.ingest.kernel import EVENT_COLUMNS
 from relkit.store import HASH_ALGORITHM, Store
 
 __all__ = ["KIND", "MANIFEST", "local_path", "read_parsed_logs"]
@@ -41,19 +42,6 @@ _NEEDED = (
     "content_sha256",
     "options",
     "error",
-)
-_EVENTS = (
-    "line_no",
-    "ts",
-    "host",
-    "device",
-    "code",
-    "failure_mode",
-    "severity",
-    "detail",
-    "flags",
-    "count",
-    "mono_s",
 )
 #: Source options that say how a file was read (``options_dict`` of kernel.py).
 _READING = ("tz", "reference_date", "host", "boot_time")
@@ -264,7 +252,7 @@ def _parsed(
             "version."
         )
         raise IngestError(name, msg)
-    events = rows.filter(rec == "event").select(_EVENTS)
+    events = rows.filter(rec == "event").select(EVENT_COLUMNS)
     rejects = rows.filter(rec == "reject").select("line_no", "reason", "raw")
     ignored = (
         rows.filter(rec == "ignored")
