@@ -10,6 +10,7 @@ import datetime as dt
 import io
 import json
 import re
+import stat
 import zoneinfo
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -236,6 +237,33 @@ def check_file(path: str | Path) -> Path:
     if not first:
         raise IngestError(path, EMPTY_FILE)
     return p
+
+
+def _checked_identities(path: Path, *, sha256: bool) -> tuple[str, ...]:
+    """:func:`check_file` and :func:`relkit.store.file_identities` in one read.
+
+    The same refusals and messages as :func:`check_file` (missing, a
+    directory, unreadable, empty), from one ``stat`` and the read that hashes
+    the file: a directory of 10,000 logs checks each.
+    """
+    try:
+        st = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        msg = "no such file. Check the path (relative to the current directory)."
+        raise IngestError(path, msg) from None
+    except OSError as exc:
+        msg = f"cannot be read ({exc.strerror}). Fix permissions, e.g. chmod u+r FILE."
+        raise IngestError(path, msg) from exc
+    if stat.S_ISDIR(st.st_mode):
+        msg = "is a directory, not a file. Pass the files inside it, e.g. DIR/*.csv."
+        raise IngestError(path, msg)
+    if st.st_size == 0 and stat.S_ISREG(st.st_mode):
+        raise IngestError(path, EMPTY_FILE)
+    try:
+        return file_identities(path, sha256=sha256)
+    except OSError as exc:
+        msg = f"cannot be read ({exc.strerror}). Fix permissions, e.g. chmod u+r FILE."
+        raise IngestError(path, msg) from exc
 
 
 #: Why an empty file is refused (every kind): nothing in it, so nothing to load.
@@ -976,8 +1004,8 @@ def ingest_many(
             try:
                 opts = {**options[i], **as_of_option(path, as_of)}
                 if known is None:
-                    p: Any = check_file(path)
-                    ids = file_identities(p, sha256=legacy)
+                    p: Any = Path(path)
+                    ids = _checked_identities(p, sha256=legacy)
                     resolved = str(p.resolve())
                 else:
                     p = path
