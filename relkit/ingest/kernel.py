@@ -518,35 +518,67 @@ def _log_end(
     host: str | None,
     path: Path,
 ) -> dt.datetime | None:
-    """UTC time of the file's last non-blank line, or None if it has none.
-
-    A wall stamp is read as usual (None, not an error, when it needs a zone or
-    reference date that was not given); a kernel clock alone is resolved from
-    its boot's anchor, as for events.
-    """
+    """UTC time of the file's last non-blank line, or None (:func:`_end_times`)."""
     if frames.last_line is None:
         return None
     line_no, text = frames.last_line
-    fr = split_framing(pl.Series("line", [text])).with_columns(line_no=pl.lit(line_no))
-    if host is not None:
-        fr = fr.with_columns(host=pl.col("host").fill_null(host))
+    [end] = _end_times([(line_no, text, host)], tracker, tz=tz, ref=ref, path=path)
+    return end
+
+
+def _end_times(
+    lines: list[tuple[int, str, str | None]],
+    tracker: BootTracker,
+    *,
+    tz: str | None,
+    ref: dt.date | None,
+    path: Path,
+) -> list[dt.datetime | None]:
+    """UTC time of each ``(line_no, text, host)``: a log's last line, or None.
+
+    A wall stamp is read as usual (None, not an error, when it needs a zone or
+    reference date that was not given; None when outside [1970, 2200), a
+    broken clock); a kernel clock alone is resolved from the anchor of its
+    host's last boot, as for events. ``host`` names lines whose framing
+    carries none.
+    """
+    fr = split_framing(pl.Series("line", [t for _, t, _ in lines], pl.String))
+    fr = fr.with_columns(
+        line_no=pl.Series([n for n, _, _ in lines], dtype=pl.Int64),
+        host=pl.col("host").fill_null(
+            pl.Series([h for _, _, h in lines], dtype=pl.String)
+        ),
+    )
+    no_wall = pl.Series("wall_ts", [None], dtype=pl.Datetime("us", "UTC"))
     try:
         walls = wall_times(fr, tz=tz, reference_date=ref, path=path)["wall_ts"]
-    except IngestError:
-        walls = pl.Series("wall_ts", [None], dtype=pl.Datetime("us", "UTC"))
-    if walls.is_not_null().all():  # a time outside [1970, 2200): broken clock
-        inside = walls.is_between(EARLIEST, LATEST, closed="left").all()
-        return walls[0] if inside else None
-    mono = fr.get_column("mono_s")[0]
-    hkey = fr.get_column("host")[0] or ""
-    if mono is None or hkey not in tracker.last:
-        return None
-    boot_us = tracker.anchors.get((hkey, tracker.last[hkey][1]))
-    if boot_us is None:
-        return None
-    return dt.datetime.fromtimestamp(0, dt.UTC) + dt.timedelta(
-        microseconds=boot_us + round(mono * 1e6)
-    )
+    except IngestError:  # some line needs tz / reference date: one at a time
+        parts = []
+        for i in range(fr.height):
+            try:
+                one = wall_times(fr.slice(i, 1), tz=tz, reference_date=ref, path=path)
+                parts.append(one["wall_ts"])
+            except IngestError:
+                parts.append(no_wall)
+        walls = pl.concat(parts)
+    out: list[dt.datetime | None] = []
+    for wall, mono, hkey in zip(
+        walls, fr.get_column("mono_s"), fr.get_column("host"), strict=True
+    ):
+        if wall is not None:
+            out.append(wall if EARLIEST <= wall < LATEST else None)
+            continue
+        key = hkey or ""
+        last = tracker.last.get(key)
+        boot_us = None if last is None else tracker.anchors.get((key, last[1]))
+        if mono is None or boot_us is None:
+            out.append(None)
+            continue
+        out.append(
+            dt.datetime.fromtimestamp(0, dt.UTC)
+            + dt.timedelta(microseconds=boot_us + round(mono * 1e6))
+        )
+    return out
 
 
 def _drop_flags(flags: pl.Expr) -> pl.Expr:
@@ -790,47 +822,36 @@ def read_kernel(
             )
             raise IngestError(path, msg)
 
-    targets = files if p.is_dir() else [p]
-    sizes = [_size_or_zero(f) for f in targets]
-    # a compressed file's share of the bytes is counted when it ends (one
-    # file read alone reports from within; a directory's rounds report)
-    plain = [progress is None or p.is_dir() or _is_plain(f) for f in targets]
-    meter = ProgressMeter(
-        progress,
-        str(path),
-        total_bytes=sum(sizes) or None,
-        total_files=len(targets) if p.is_dir() else None,
-    )
-    done_bytes = done_lines = 0
-    n_done = 0
-
-    def read(k: int, f: Path) -> IngestResult:
-        host_f = file_host(f) if host_from_filename else host
+    if not p.is_dir():
+        # a compressed file's size on disk is not what is read: its progress
+        # gives the text read and the rate, without a share or time left
+        size = _size_or_zero(p)
+        plain = progress is None or _is_plain(p)
+        meter = ProgressMeter(progress, str(path), total_bytes=size if plain else None)
 
         def on_progress(n_bytes: int, n_lines: int) -> None:
-            # a compressed file's bytes are counted when it ends (its size on
-            # disk is not what is read)
-            here = min(n_bytes, sizes[k]) if plain[k] else 0
             meter.update(
-                n_bytes=done_bytes + here,
-                n_lines=done_lines + n_lines,
-                n_files=n_done if p.is_dir() else None,
+                n_bytes=min(n_bytes, size) if plain else n_bytes, n_lines=n_lines
             )
 
-        return _read_one(
-            store,
-            f,
-            tz=tz,
-            ref=ref,
-            host=host_f,
-            replace=replace,
-            as_of=as_of,
-            boot=boot,
-            on_progress=on_progress if progress is not None else None,
-        )
-
-    if not p.is_dir():
-        return [read(0, p)]
+        return [
+            _read_one(
+                store,
+                p,
+                tz=tz,
+                ref=ref,
+                host=file_host(p) if host_from_filename else host,
+                replace=replace,
+                as_of=as_of,
+                boot=boot,
+                on_progress=on_progress if progress is not None else None,
+            )
+        ]
+    sizes = [_size_or_zero(f) for f in files]
+    meter = ProgressMeter(
+        progress, str(path), total_bytes=sum(sizes) or None, total_files=len(files)
+    )
+    done_bytes = done_lines = n_done = 0
     # a directory: each file its own source; a bad file does not stop the others.
     # Files are written in rounds (one transaction each); small files are read
     # together as streams (_parse_many)
@@ -1305,48 +1326,14 @@ def _log_ends(
     last = [(k, x) for k, x in enumerate(frames.last_lines) if x is not None]
     if not last:
         return {}
-    fr = split_framing(pl.Series("line", [t for _, (_, t) in last], pl.String))
-    fr = fr.with_columns(
-        line_no=pl.Series([n for _, (n, _) in last], dtype=pl.Int64),
-        host=pl.col("host").fill_null(
-            pl.Series([frames.hosts[k] for k, _ in last], dtype=pl.String)
-        ),
+    times = _end_times(
+        [(n, text, frames.hosts[k]) for k, (n, text) in last],
+        tracker,
+        tz=tz,
+        ref=ref,
+        path=frames.files[0],
     )
-    try:
-        walls = wall_times(fr, tz=tz, reference_date=ref, path=frames.files[0])[
-            "wall_ts"
-        ]
-    except IngestError:  # some line needs tz / reference date: one at a time
-        parts = []
-        for i in range(fr.height):
-            try:
-                one = wall_times(
-                    fr.slice(i, 1), tz=tz, reference_date=ref, path=frames.files[0]
-                )
-                parts.append(one["wall_ts"])
-            except IngestError:
-                parts.append(
-                    pl.Series("wall_ts", [None], dtype=pl.Datetime("us", "UTC"))
-                )
-        walls = pl.concat(parts)
-    out: dict[int, dt.datetime] = {}
-    monos = fr.get_column("mono_s").to_list()
-    hkeys = fr.get_column("host").to_list()
-    for (k, _), wall, mono, hkey in zip(last, walls, monos, hkeys, strict=True):
-        if wall is not None:
-            if EARLIEST <= wall < LATEST:
-                out[k] = wall
-            continue
-        key = hkey or ""
-        if mono is None or key not in tracker.last:
-            continue
-        boot_us = tracker.anchors.get((key, tracker.last[key][1]))
-        if boot_us is None:
-            continue
-        out[k] = dt.datetime.fromtimestamp(0, dt.UTC) + dt.timedelta(
-            microseconds=boot_us + round(mono * 1e6)
-        )
-    return out
+    return {k: ts for (k, _), ts in zip(last, times, strict=True) if ts is not None}
 
 
 def _hostless_error(path: Path, events: pl.DataFrame) -> IngestError:
