@@ -35,6 +35,8 @@ from relkit.ingest import _kernel_patterns as kp
 #: Bytes read per batch (about 6e4 lines of 130 bytes); below glibc's largest
 #: mmap threshold, so batch buffers are reused rather than faulted in afresh.
 BATCH_BYTES = 1 << 23
+T = TypeVar("T")
+U = TypeVar("U")
 #: Blocks of one file tested at once (threads; polars releases the GIL).
 WORKERS = 2
 #: The one-column CSV reading of a log: a separator byte lines should not contain.
@@ -516,24 +518,30 @@ def _kept(frame: pl.DataFrame, *, full: bool) -> pl.DataFrame:
 SPAN_LINES = 8
 
 
-def _batch_spans(frame: pl.DataFrame, host: str | None) -> pl.DataFrame:
+def _batch_spans(frame: pl.DataFrame, default_host: pl.Expr) -> pl.DataFrame:
     """Per host of a batch: non-blank line count and first/last lines.
 
-    ``frame`` has ``line_no, line, blank, syslog_host``. The host of a line is
-    the word after its syslog stamp (``syslog_host``: :data:`kp.CLOCK_HOST`, as
-    for clock lines), else ``host``, else ``""``. Returns ``hkey, n_lines,
-    head_no, head, tail_no, tail`` (lists of at most :data:`SPAN_LINES`), hosts
-    in order of first appearance.
+    ``frame`` has ``line_no, line, blank, syslog_host`` (and ``file_no`` when
+    it holds several files). The host of a line is the word after its syslog
+    stamp (``syslog_host``: :data:`kp.CLOCK_HOST`, as for clock lines), else
+    ``default_host`` (the ``host`` option, or each file's), else ``""``.
+    Returns ``hkey, n_lines, head_no, head, tail_no, tail`` (lists of at most
+    :data:`SPAN_LINES`) and, with ``file_no``, ``files`` (the files whose
+    lines carry the host key), hosts in order of first appearance.
     """
     some = ~pl.col("blank")
+    files = (
+        [pl.col("file_no").filter(some).unique().alias("files")]
+        if "file_no" in frame.columns
+        else []
+    )
     return (
         frame.with_columns(
-            hkey=pl.col("syslog_host")
-            .fill_null(pl.lit(host, dtype=pl.String))
-            .fill_null("")
+            hkey=pl.col("syslog_host").fill_null(default_host).fill_null("")
         )
         .group_by("hkey", maintain_order=True)
         .agg(
+            *files,
             n_lines=some.sum(),
             head_no=pl.col("line_no").filter(some).head(SPAN_LINES),
             head=pl.col("line").filter(some).head(SPAN_LINES),
@@ -542,6 +550,76 @@ def _batch_spans(frame: pl.DataFrame, host: str | None) -> pl.DataFrame:
         )
         .filter(pl.col("n_lines") > 0)
     )
+
+
+def _fold_spans(
+    into: dict[str, "HostSpan"],
+    spans: pl.DataFrame,
+    host_files: dict[str, set[int]] | None = None,
+) -> None:
+    """Fold a batch's :func:`_batch_spans` into the spans so far (file order)."""
+    for row in spans.iter_rows(named=True):
+        into.setdefault(row["hkey"], HostSpan()).add(
+            row["n_lines"],
+            list(zip(row["head_no"], row["head"], strict=True)),
+            list(zip(row["tail_no"], row["tail"], strict=True)),
+        )
+        if host_files is not None:
+            host_files.setdefault(row["hkey"], set()).update(row["files"])
+
+
+def _block_rows(
+    data: bytes,
+    batch: pl.Series,
+    offset: int,
+    *,
+    full: bool,
+    on_batch: Callable[[pl.DataFrame], None] | None,
+    **extra: pl.Series,
+) -> pl.DataFrame:
+    """Give a block's lines their numbers (from ``offset + 1``), host and flags.
+
+    ``extra`` columns (a stream's ``file_no``, ``dflt``) ride along;
+    ``on_batch`` gets ``line_no, line, blank, syslog_host`` of every line.
+    """
+    n = batch.len()
+    cand = None if full or not n else keyword_lines(data, batch)
+    rows = pl.DataFrame({"line": batch, **extra}).with_columns(
+        line_no=pl.int_range(offset + 1, offset + 1 + n, dtype=pl.Int64),
+        syslog_host=pl.col("line").str.extract(kp.CLOCK_HOST, 1),
+        **_flags(pl.col("line"), cand),
+    )
+    if on_batch is not None:
+        on_batch(rows.select("line_no", "line", "blank", "syslog_host"))
+    return rows
+
+
+def _in_order(
+    jobs: Iterator[tuple[Callable[[], T], U]], workers: int | None = None
+) -> Iterator[tuple[T, U]]:
+    """Run ``(job, tag)`` pairs in :data:`WORKERS` threads; yield results in order.
+
+    At most ``workers`` jobs run ahead of the one yielded (bounded memory);
+    stopping early cancels the jobs not started.
+    """
+    from collections import deque
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    workers = WORKERS if workers is None else workers
+    ahead: deque[tuple[Future[T], U]] = deque()
+    with ThreadPoolExecutor(workers, thread_name_prefix="relkit-block") as pool:
+        try:
+            for job, tag in jobs:
+                ahead.append((pool.submit(job), tag))
+                while len(ahead) > workers:
+                    future, got = ahead.popleft()
+                    yield future.result(), got
+            while ahead:
+                future, got = ahead.popleft()
+                yield future.result(), got
+        finally:
+            for future, _ in ahead:
+                future.cancel()
 
 
 def last_nonblank(lines: pl.Series) -> tuple[int, str] | None:
@@ -634,72 +712,51 @@ class LineFrames:
 
     def _prepare(
         self, data: bytes, batch: pl.Series, offset: int
-    ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], int]:
+    ) -> tuple[pl.DataFrame, pl.DataFrame, tuple[int, str] | None, int]:
         """Test, number and filter one block's lines (in a worker thread).
 
-        Returns the kept frame, the block's spans per host, its last 64 lines
-        and its byte count; the caller folds them in file order.
+        Returns the kept frame, the block's spans per host, its last non-blank
+        line and its byte count; :meth:`_fold` folds them in file order.
         """
-        n = batch.len()
-        cand = None if self.full else keyword_lines(data, batch)
-        rows = pl.DataFrame({"line": batch}).with_columns(
-            line_no=pl.int_range(offset + 1, offset + 1 + n, dtype=pl.Int64),
-            syslog_host=pl.col("line").str.extract(kp.CLOCK_HOST, 1),
-            **_flags(pl.col("line"), cand),
-        )
-        every = rows.select("line_no", "line", "blank", "syslog_host")
-        spans = _batch_spans(every, self.host)
-        if self.on_batch is not None:
-            self.on_batch(every)
+        rows = _block_rows(data, batch, offset, full=self.full, on_batch=self.on_batch)
+        spans = _batch_spans(rows, pl.lit(self.host, dtype=pl.String))
         return _kept(rows, full=self.full), spans, last_nonblank(batch), len(data)
 
     def _fold(
         self,
         got: tuple[pl.DataFrame, pl.DataFrame, tuple[int, str] | None, int],
-        offset: int,
+        n_lines: int,
     ) -> pl.DataFrame:
         """Fold one prepared block into the file's spans and counts (in order)."""
         kept, spans, last, n_bytes = got
-        for hkey, n_h, h_no, h, t_no, t in spans.iter_rows():
-            self.spans.setdefault(hkey, HostSpan()).add(
-                n_h,
-                list(zip(h_no, h, strict=True)),
-                list(zip(t_no, t, strict=True)),
-            )
+        _fold_spans(self.spans, spans)
         if last is not None:
             self.last_line = (self.n_lines + last[0] + 1, last[1])
-        self.n_lines = offset
+        self.n_lines += n_lines
         self.n_bytes += n_bytes
         if self.on_progress is not None:
-            self.on_progress(self.n_bytes, offset)
+            self.on_progress(self.n_bytes, self.n_lines)
         return kept
 
     def _prepared(self) -> Iterator[pl.DataFrame]:
         """Frames of :func:`_kept` per block, spans and counts updated (thread).
 
-        Blocks are split here, in file order, and tested in :data:`WORKERS`
-        threads at once (polars releases the GIL), then folded in file order.
+        Blocks are split here, in file order, tested in :data:`WORKERS`
+        threads at once (:func:`_in_order`) and folded in file order.
         """
-        from collections import deque
-        from concurrent.futures import Future, ThreadPoolExecutor
-
         offset = 0
-        ahead: deque[tuple[Future, int]] = deque()
-        with ThreadPoolExecutor(WORKERS, thread_name_prefix="relkit-block") as pool:
-            try:
-                for data, batch in block_batches(self.path):
-                    ahead.append((pool.submit(self._prepare, data, batch, offset), 0))
-                    offset += batch.len()
-                    ahead[-1] = (ahead[-1][0], offset)
-                    while len(ahead) > WORKERS:
-                        future, end = ahead.popleft()
-                        yield self._fold(future.result(), end)
-                while ahead:
-                    future, end = ahead.popleft()
-                    yield self._fold(future.result(), end)
-            finally:
-                for future, _ in ahead:
-                    future.cancel()
+
+        def jobs() -> Iterator[tuple[Callable[[], object], int]]:
+            nonlocal offset
+            for data, batch in block_batches(self.path):
+                start, offset = offset, offset + batch.len()
+                yield (
+                    (lambda d=data, b=batch, o=start: self._prepare(d, b, o)),
+                    (offset - start),
+                )
+
+        for got, n_lines in _in_order(jobs()):
+            yield self._fold(got, n_lines)  # type: ignore[arg-type]
 
     def __iter__(self) -> Iterator[pl.DataFrame]:
         for frame in _prefetch(self._prepared()):
@@ -710,7 +767,6 @@ class LineFrames:
 
 
 _END = object()
-T = TypeVar("T")
 
 
 def _prefetch(batches: Iterator[T], depth: int = 2) -> Iterator[T]:
@@ -866,54 +922,41 @@ class StreamFrames:
 
     def _prepared(self) -> Iterator[pl.DataFrame]:
         """Frames per group of files: tested in :data:`WORKERS` threads, in order."""
-        from collections import deque
-        from concurrent.futures import Future, ThreadPoolExecutor
 
-        ahead: deque[Future] = deque()
-        with ThreadPoolExecutor(WORKERS, thread_name_prefix="relkit-block") as pool:
-            try:
-                for group in self._groups():
-                    ks = [k for k, _ in group]
-                    counts = [d.count(b"\n") for _, d in group]
-                    offset = self.n_lines
-                    at = offset
-                    for k, c in zip(ks, counts, strict=True):
-                        self.starts[k], self.n_lines_f[k] = at, c
-                        at += c
-                    self.n_lines = at
-                    ahead.append(pool.submit(self._prepare, group, counts, offset))
-                    while len(ahead) > WORKERS:
-                        yield self._fold(ahead.popleft().result())
-                while ahead:
-                    yield self._fold(ahead.popleft().result())
-            finally:
-                for future in ahead:
-                    future.cancel()
+        def jobs() -> Iterator[tuple[Callable[[], object], None]]:
+            for group in self._groups():
+                counts = [d.count(b"\n") for _, d in group]
+                offset = self.n_lines
+                for (k, _), c in zip(group, counts, strict=True):
+                    self.starts[k], self.n_lines_f[k] = self.n_lines, c
+                    self.n_lines += c
+                yield (lambda g=group, c=counts, o=offset: self._prepare(g, c, o)), None
+
+        for got, _ in _in_order(jobs()):
+            yield self._fold(got)  # type: ignore[arg-type]
 
     def _prepare(
         self, group: list[tuple[int, bytes]], counts: list[int], offset: int
-    ) -> tuple[pl.DataFrame, pl.DataFrame, list[tuple[int, tuple[int, str]]], int, int]:
+    ) -> tuple[
+        pl.DataFrame, pl.DataFrame, list[tuple[int, tuple[int, str]]], int, pl.DataFrame
+    ]:
         """Split, test and filter one group of files (in a worker thread)."""
         import numpy as np
 
         ks = [k for k, _ in group]
         data = b"".join(d for _, d in group)
         batch = split_block(data) if data else pl.Series("line", [], pl.String)
-        n = batch.len()
-        file_no = pl.Series("file_no", np.repeat(ks, counts), dtype=pl.Int64)
-        dflt = pl.Series("dflt", [self.hosts[k] for k in ks], dtype=pl.String).gather(
-            pl.Series(np.repeat(np.arange(len(ks)), counts))
+        rows = _block_rows(
+            data,
+            batch,
+            offset,
+            full=False,
+            on_batch=self.on_batch,
+            file_no=pl.Series("file_no", np.repeat(ks, counts), dtype=pl.Int64),
+            dflt=pl.Series("dflt", [self.hosts[k] for k in ks], dtype=pl.String).gather(
+                pl.Series(np.repeat(np.arange(len(ks)), counts))
+            ),
         )
-        cand = keyword_lines(data, batch) if n else None
-        rows = pl.DataFrame({"line": batch, "file_no": file_no, "dflt": dflt})
-        rows = rows.with_columns(
-            line_no=pl.int_range(offset + 1, offset + 1 + n, dtype=pl.Int64),
-            syslog_host=pl.col("line").str.extract(kp.CLOCK_HOST, 1),
-            **_flags(pl.col("line"), cand),
-        )
-        every = rows.select("line_no", "line", "blank", "syslog_host")
-        if self.on_batch is not None:
-            self.on_batch(every)
         lasts = []
         local = 0
         for k, c in zip(ks, counts, strict=True):
@@ -921,22 +964,7 @@ class StreamFrames:
             if last is not None:
                 lasts.append((k, last))
             local += c
-        some = ~pl.col("blank")
-        spans = (
-            rows.with_columns(
-                hkey=pl.col("syslog_host").fill_null(pl.col("dflt")).fill_null("")
-            )
-            .group_by("hkey", maintain_order=True)
-            .agg(
-                n_lines=some.sum(),
-                files=pl.col("file_no").filter(some).unique(),
-                head_no=pl.col("line_no").filter(some).head(SPAN_LINES),
-                head=pl.col("line").filter(some).head(SPAN_LINES),
-                tail_no=pl.col("line_no").filter(some).tail(SPAN_LINES),
-                tail=pl.col("line").filter(some).tail(SPAN_LINES),
-            )
-            .filter(pl.col("n_lines") > 0)
-        )
+        spans = _batch_spans(rows, pl.col("dflt"))
         blank = rows.group_by("file_no").agg(pl.col("blank").sum())
         return _kept(rows, full=False), spans, lasts, len(data), blank
 
@@ -956,13 +984,7 @@ class StreamFrames:
             self.n_blank_f[k] = b
         for k, (i, text) in lasts:
             self.last_lines[k] = (self.starts[k] + i + 1, text)
-        for hkey, n_h, files, h_no, h, t_no, t in spans.iter_rows():
-            self.spans.setdefault(hkey, HostSpan()).add(
-                n_h,
-                list(zip(h_no, h, strict=True)),
-                list(zip(t_no, t, strict=True)),
-            )
-            self.host_files.setdefault(hkey, set()).update(files)
+        _fold_spans(self.spans, spans, self.host_files)
         self.n_bytes += n_bytes
         if self.on_progress is not None:
             self.on_progress(self.n_bytes, self.n_lines)
