@@ -909,37 +909,57 @@ def ingest(
         store.drop_sources(drop)
         if parsed.after_write is not None:
             parsed.after_write(source_id)
+    return _written(
+        path, kind, source_id, parsed, drop, options, _flag_counts(parsed.tables)
+    )
+
+
+def _written(
+    path: str | Path,
+    kind: str,
+    source_id: int,
+    parsed: Parsed,
+    drop: tuple[int, ...],
+    options: dict[str, Any],
+    flag_counts: tuple[tuple[str, int], ...],
+) -> IngestResult:
+    """Return the IngestResult of a file written as ``source_id``, with notes.
+
+    Notes: the reader's, the sources it replaced (``drop``), and a last record
+    after ``as_of_ts`` (of ``options``).
+    """
     notes = [parsed.note] if parsed.note else []
     if drop:
         ids = ", ".join(map(str, drop))
         notes.append(
             f"replaced source{'s' if len(drop) > 1 else ''} {ids} (rows dropped)"
         )
-    last = {**record_span(parsed.tables), **parsed.options}.get("last_record_ts")
+    last = parsed.options.get("last_record_ts")
+    if last is None:
+        last = record_span(parsed.tables).get("last_record_ts")
     as_of_ts = options.get("as_of_ts")
     if (
         as_of_ts
         and last
-        and (dt.datetime.fromisoformat(last) > dt.datetime.fromisoformat(as_of_ts))
+        and dt.datetime.fromisoformat(last) > dt.datetime.fromisoformat(as_of_ts)
     ):
-        notes.append(
-            f"the file's last record ({last}) is after --as-of {options['as_of_ts']}"
-        )
+        notes.append(f"the file's last record ({last}) is after --as-of {as_of_ts}")
     top, n_reasons = _top_rejects(parsed.rejects)
+    n_ignored = 0 if parsed.ignored is None else int(parsed.ignored["n_lines"].sum())
     return IngestResult(
         str(path),
         kind,
         source_id,
         parsed.n_lines,
         parsed.n_loaded,
-        n_rejected,
+        parsed.rejects.height,
         skipped=False,
         note="; ".join(notes) or None,
         replaced=drop,
         n_ignored=n_ignored,
         top_rejects=top,
         n_reasons=n_reasons,
-        flag_counts=_flag_counts(parsed.tables),
+        flag_counts=flag_counts,
     )
 
 
@@ -1135,40 +1155,8 @@ def _write_many(
         store.append("sources", pl.DataFrame(sources))
         drops = sorted({d for _, drop, _, _ in good for d in drop})
         store.drop_sources(drops)
-    for n, (i, drop, got, n_ignored) in enumerate(good):
+    for n, (i, drop, got, _) in enumerate(good):
         source_id = first + n
-        opts = plans[i][2]
-        notes = [got.note] if got.note else []
-        if drop:
-            text = ", ".join(map(str, drop))
-            notes.append(
-                f"replaced source{'s' if len(drop) > 1 else ''} {text} (rows dropped)"
-            )
-        last = got.options.get("last_record_ts")
-        if last is None:
-            last = record_span(got.tables).get("last_record_ts")
-        as_of_ts = opts.get("as_of_ts")
-        if (
-            as_of_ts
-            and last
-            and dt.datetime.fromisoformat(last) > dt.datetime.fromisoformat(as_of_ts)
-        ):
-            notes.append(
-                f"the file's last record ({last}) is after --as-of {opts['as_of_ts']}"
-            )
-        top, n_reasons = _top_rejects(got.rejects)
-        out[i] = IngestResult(
-            str(paths[i]),
-            kind,
-            source_id,
-            got.n_lines,
-            got.n_loaded,
-            got.rejects.height,
-            skipped=False,
-            note="; ".join(notes) or None,
-            replaced=drop,
-            n_ignored=n_ignored,
-            top_rejects=top,
-            n_reasons=n_reasons,
-            flag_counts=flags.get(source_id, ()),
+        out[i] = _written(
+            paths[i], kind, source_id, got, drop, plans[i][2], flags.get(source_id, ())
         )
