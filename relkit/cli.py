@@ -14,6 +14,7 @@ import sys
 import time
 import warnings
 
+from relkit import __version__ as _VERSION
 from relkit.errors import PartialIngestError, RelkitError, RelkitWarning
 
 #: ``typing.TYPE_CHECKING`` without importing typing: polars, json and datetime
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 
 __all__ = ["main"]
 
-#: The version ``relkit --version`` prints (``relkit.__version__``).
-_VERSION = "0.1.0"
 EXIT_USAGE = 2
 EXIT_DATA = 1
 EXIT_INTERNAL = 3
