@@ -7,13 +7,14 @@ inlined in the page, so it opens with no network) plus ``tables/*.csv``.
 
 import html
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from relkit import _html, answers, charts, checkpoint, survival
+from relkit._report_common import ReportAssumptions
 from relkit.errors import InsufficientDataError
 from relkit.observation import observe
 from relkit.store import Store
@@ -26,31 +27,6 @@ Progress = Callable[[str], None]
 
 def _quiet(_: str) -> None:
     return None
-
-
-@dataclass(frozen=True)
-class ReportAssumptions:
-    """Stated assumptions of the checkpoint section of the report.
-
-    Parameters
-    ----------
-    confidence : float
-        Two-sided confidence level of MTBF bounds.
-    cost_h : float
-        Time to write one checkpoint, hours (default 5 min).
-    restart_h : float
-        Time to restart after a failure, hours (default 10 min).
-    min_failures : int
-        Systems with fewer failures get no checkpoint plan.
-    top_systems : int
-        How many of the systems with most records get survival curves.
-    """
-
-    confidence: float = 0.9
-    cost_h: float = 5.0 / 60.0
-    restart_h: float = 10.0 / 60.0
-    min_failures: int = 100
-    top_systems: int = 5
 
 
 def _top_systems(by_system: pl.DataFrame, n: int) -> list[str]:

@@ -101,7 +101,18 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
     # presentation: thin users of the library
     "report": (
         PRESENTATION,
-        ("report", "_html", "_demo_jobs", "_report_goodput", "_report_survival"),
+        (
+            "report",
+            "_html",
+            "_demo_jobs",
+            "_report_common",
+            "_report_data",
+            "_report_failures",
+            "_report_interruptions",
+            "_report_goodput",
+            "_report_scale",
+            "_report_survival",
+        ),
     ),
     "cli": (
         PRESENTATION,
@@ -115,6 +126,7 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
             "_cli_repairable",
             "_cli_lemons",
             "_cli_distributed",
+            "_cli_report",
             "__main__",
         ),
     ),

@@ -1,0 +1,101 @@
+"""What every report section builder receives: the store's frames and the assumptions.
+
+A section builder (``relkit._report_<topic>.<topic>_sections``) takes one
+:class:`ReportContext` and returns either a list of ``(title, html)`` sections,
+or a one-line reason (``str``) when the store holds no data for it; the report
+then leaves the section out and says why in that line.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from relkit import _html
+
+if TYPE_CHECKING:
+    from relkit.observation import Observation
+    from relkit.store import Store
+
+__all__ = ["ReportAssumptions", "ReportContext", "Sections"]
+
+#: What a section builder returns: sections to show, or why none is shown.
+Sections = list[tuple[str, str]] | str
+
+
+@dataclass(frozen=True)
+class ReportAssumptions:
+    """Stated assumptions of the report.
+
+    Parameters
+    ----------
+    confidence : float
+        Two-sided confidence level of MTBF bounds.
+    cost_h : float
+        Time to write one checkpoint, hours (default 5 min).
+    restart_h : float
+        Time to restart after a failure, hours (default 10 min).
+    min_failures : int
+        Systems with fewer failures get no checkpoint plan.
+    top_systems : int
+        How many of the systems with most records get survival curves.
+    """
+
+    confidence: float = 0.9
+    cost_h: float = 5.0 / 60.0
+    restart_h: float = 10.0 / 60.0
+    min_failures: int = 100
+    top_systems: int = 5
+
+
+@dataclass
+class ReportContext:
+    """The store's frames, the observation and the assumptions, for section builders.
+
+    Attributes
+    ----------
+    store : Store
+        The open store (read only).
+    st : dict of str to pl.DataFrame
+        ``answers.store_tables(store)``: events, assets, sources (and jobs,
+        job_nodes, checkpoints where the store has them).
+    obs : Observation
+        The observation model of ``st`` (time at risk, exclusions, notes).
+    assumptions : ReportAssumptions
+        Confidence level and checkpoint/restart costs.
+    progress : callable
+        Called with a short message before each long step.
+    tables : dict of str to pl.DataFrame
+        The report's CSV tables (``tables/<name>.csv``); builders add to it.
+    charts : list of (str, dict)
+        Every chart placed on the page as ``(div_id, Vega-Lite spec)``, for
+        ``--images`` export; filled by :meth:`chart`.
+    """
+
+    store: "Store"
+    st: dict[str, pl.DataFrame]
+    obs: "Observation"
+    assumptions: ReportAssumptions
+    progress: Callable[[str], None]
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    charts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def chart(self, chart: Any, div_id: str) -> str:  # noqa: ANN401 - an Altair chart
+        """Place an Altair chart on the page: record its spec, return its HTML.
+
+        Parameters
+        ----------
+        chart : altair.TopLevelMixin
+            The chart; it must have a title and axis titles with units.
+        div_id : str
+            Element id, unique within the page (see ``_html.chart_div``).
+
+        Returns
+        -------
+        str
+            The chart's HTML (interactive, with a static SVG fallback).
+        """
+        spec = chart.to_dict()
+        self.charts.append((div_id, spec))
+        return _html.chart_div(spec, div_id)
