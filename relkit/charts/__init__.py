@@ -17,8 +17,11 @@ from relkit.charts._failures import (
 )
 from relkit.charts._goodput import badput_waterfall_chart
 from relkit.charts._hazards import hazard_ratio_forest_chart
+from relkit.charts._heatmap import incident_heatmap_chart, natural_order
+from relkit.charts._interruptions import interruption_pareto_chart
 from relkit.charts._lemons import lemon_ranking_chart
 from relkit.charts._repairable import crow_amsaa_chart, mcf_chart
+from relkit.charts._scale import mttf_scale_chart
 from relkit.charts._survival import hazard_chart, probability_plot_chart
 from relkit.charts._theme import (
     MAX_ROWS,
@@ -41,10 +44,14 @@ __all__ = [
     "events_timeline_chart",
     "hazard_chart",
     "hazard_ratio_forest_chart",
+    "incident_heatmap_chart",
+    "interruption_pareto_chart",
     "kaplan_meier_chart",
     "lemon_ranking_chart",
     "mcf_chart",
     "mtbf_chart",
+    "mttf_scale_chart",
+    "natural_order",
     "probability_plot_chart",
     "tbf_histogram_chart",
 ]
