@@ -170,7 +170,7 @@ def _cmd_checkpoint(
             )
             raise RelkitError(msg)
         result = checkpoint_intervals(
-            args.cost_h, args.mtbf_h, restart_h=args.restart_h or 0.0
+            cost_h=args.cost_h, mtbf_h=args.mtbf_h, restart_h=args.restart_h or 0.0
         )
         emit(result.to_dict(), args.format)
         return 0

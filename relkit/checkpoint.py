@@ -26,6 +26,7 @@ All durations are hours, rates per hour unless named (per node-day).
 """
 
 import math
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -43,7 +44,7 @@ from relkit._two_level import (
     two_level_optimum,
 )
 from relkit._whatif import solve_whatif, whatif
-from relkit.errors import InvalidParameterError, SchemaError
+from relkit.errors import InvalidParameterError, RelkitWarning, SchemaError
 
 __all__ = [
     "CheckpointDecision",
@@ -74,7 +75,19 @@ __all__ = [
 DalyBranch = Literal["delta<2M", "delta>=2M"]
 
 
-def young_interval_h(cost_h: float, mtbf_h: float) -> float:
+def _warn_degenerate(d: float, m: float, where: str) -> None:
+    """Warn when the checkpoint cost δ is not below the MTBF M (swapped?)."""
+    if d >= m:
+        msg = (
+            f"{where}: cost_h = {d:g} h is not below mtbf_h = {m:g} h, so a "
+            "checkpoint takes as long as the mean time between failures and the "
+            "job barely progresses (the answer is degenerate). Check that "
+            "cost_h and mtbf_h are not swapped and that both are in hours."
+        )
+        warnings.warn(msg, RelkitWarning, stacklevel=3)
+
+
+def young_interval_h(*, cost_h: float, mtbf_h: float) -> float:
     r"""Compute Young's first-order optimum checkpoint interval.
 
     Parameters
@@ -94,6 +107,12 @@ def young_interval_h(cost_h: float, mtbf_h: float) -> float:
     InvalidParameterError
         If either argument is None, not finite or <= 0.
 
+    Warns
+    -----
+    RelkitWarning
+        If ``cost_h >= mtbf_h``: the answer is degenerate (efficiency near 0),
+        most often because the two arguments were swapped.
+
     Notes
     -----
     :math:`\tau = \sqrt{2\delta M}`, valid for δ << M under exponential
@@ -106,15 +125,16 @@ def young_interval_h(cost_h: float, mtbf_h: float) -> float:
 
     Examples
     --------
-    >>> round(young_interval_h(5 / 60, 24.0) * 60, 1)  # minutes
+    >>> round(young_interval_h(cost_h=5 / 60, mtbf_h=24.0) * 60, 1)  # minutes
     120.0
-    >>> young_interval_h(0.0, 24.0)
+    >>> young_interval_h(cost_h=0.0, mtbf_h=24.0)
     Traceback (most recent call last):
     ...
     relkit.errors.InvalidParameterError: cost_h must be a finite number > 0 ...
     """
     d = _checked(cost_h, "cost_h")
     m = _checked(mtbf_h, "mtbf_h")
+    _warn_degenerate(d, m, "young_interval_h")
     return math.sqrt(2.0 * d * m)
 
 
@@ -127,9 +147,9 @@ def _daly_higher(d: float, m: float) -> tuple[float, DalyBranch]:
 
 
 def daly_interval_h(
+    *,
     cost_h: float,
     mtbf_h: float,
-    *,
     restart_h: float = 0.0,
     order: Literal["higher", "first"] = "higher",
 ) -> float:
@@ -157,6 +177,12 @@ def daly_interval_h(
         If a duration is None, not finite, or out of range, or ``order`` is
         not "higher" or "first".
 
+    Warns
+    -----
+    RelkitWarning
+        If ``cost_h >= mtbf_h``: the answer is degenerate (efficiency near 0),
+        most often because the two arguments were swapped.
+
     Notes
     -----
     First order: :math:`\tau = \sqrt{2\delta(M+R)}`. Higher order, for
@@ -181,13 +207,17 @@ def daly_interval_h(
     --------
     Daly 2006, Fig. 3 (M = 24 h, δ = 5 min, R = 10 min): τ ≈ 117 min.
 
-    >>> round(daly_interval_h(5 / 60, 24.0) * 60, 1)
+    >>> round(daly_interval_h(cost_h=5 / 60, mtbf_h=24.0) * 60, 1)
     116.7
-    >>> round(daly_interval_h(5 / 60, 24.0, restart_h=10 / 60, order="first") * 60, 1)
+    >>> first = daly_interval_h(
+    ...     cost_h=5 / 60, mtbf_h=24.0, restart_h=10 / 60, order="first"
+    ... )
+    >>> round(first * 60, 1)
     120.4
     """
     d = _checked(cost_h, "cost_h")
     m = _checked(mtbf_h, "mtbf_h")
+    _warn_degenerate(d, m, "daly_interval_h")
     r = _checked(restart_h, "restart_h", strict=False)
     if order == "first":
         return math.sqrt(2.0 * d * (m + r))
@@ -212,7 +242,7 @@ def _exact(d: float, m: float) -> float:
     return m * (1.0 + float(w.real))
 
 
-def exact_interval_h(cost_h: float, mtbf_h: float) -> float:
+def exact_interval_h(*, cost_h: float, mtbf_h: float) -> float:
     r"""Compute the exact optimum checkpoint interval under exponential failures.
 
     Parameters
@@ -232,6 +262,12 @@ def exact_interval_h(cost_h: float, mtbf_h: float) -> float:
     ------
     InvalidParameterError
         If either argument is None, not finite or <= 0.
+
+    Warns
+    -----
+    RelkitWarning
+        If ``cost_h >= mtbf_h``: the answer is degenerate (efficiency near 0),
+        most often because the two arguments were swapped.
 
     Notes
     -----
@@ -254,11 +290,12 @@ def exact_interval_h(cost_h: float, mtbf_h: float) -> float:
 
     Examples
     --------
-    >>> round(exact_interval_h(5 / 60, 24.0) * 60, 4)  # Daly Fig. 3, minutes
+    >>> round(exact_interval_h(cost_h=5 / 60, mtbf_h=24.0) * 60, 4)  # Daly Fig. 3, min
     116.6901
     """
     d = _checked(cost_h, "cost_h")
     m = _checked(mtbf_h, "mtbf_h")
+    _warn_degenerate(d, m, "exact_interval_h")
     return _exact(d, m)
 
 
@@ -270,7 +307,7 @@ def _efficiency(tau: float, d: float, m: float, r: float) -> float:
 
 
 def checkpoint_efficiency(
-    interval_h: float, cost_h: float, mtbf_h: float, *, restart_h: float = 0.0
+    interval_h: float, *, cost_h: float, mtbf_h: float, restart_h: float = 0.0
 ) -> float:
     r"""Compute the expected useful fraction of wall time for a checkpoint interval.
 
@@ -295,6 +332,12 @@ def checkpoint_efficiency(
     InvalidParameterError
         If a duration is None, not finite or out of range.
 
+    Warns
+    -----
+    RelkitWarning
+        If ``cost_h >= mtbf_h``: the answer is degenerate (efficiency near 0),
+        most often because the two arguments were swapped.
+
     Notes
     -----
     Daly's expected wall time under exponential failures gives
@@ -313,12 +356,16 @@ def checkpoint_efficiency(
 
     Examples
     --------
-    >>> round(checkpoint_efficiency(116.6901 / 60, 5 / 60, 24.0, restart_h=10 / 60), 6)
+    >>> eta = checkpoint_efficiency(
+    ...     116.6901 / 60, cost_h=5 / 60, mtbf_h=24.0, restart_h=10 / 60
+    ... )
+    >>> round(eta, 6)
     0.912606
     """
     tau = _checked(interval_h, "interval_h")
     d = _checked(cost_h, "cost_h")
     m = _checked(mtbf_h, "mtbf_h")
+    _warn_degenerate(d, m, "checkpoint_efficiency")
     r = _checked(restart_h, "restart_h", strict=False)
     return _efficiency(tau, d, m, r)
 
@@ -362,7 +409,7 @@ class CheckpointIntervals:
 
 
 def checkpoint_intervals(
-    cost_h: float, mtbf_h: float, *, restart_h: float = 0.0
+    *, cost_h: float, mtbf_h: float, restart_h: float = 0.0
 ) -> CheckpointIntervals:
     r"""Compute the optimum checkpoint interval by every rule at once.
 
@@ -386,6 +433,12 @@ def checkpoint_intervals(
     InvalidParameterError
         If a duration is None, not finite or out of range.
 
+    Warns
+    -----
+    RelkitWarning
+        If ``cost_h >= mtbf_h``: the answer is degenerate (efficiency near 0),
+        most often because the two arguments were swapped.
+
     Notes
     -----
     See :func:`young_interval_h`, :func:`daly_interval_h`,
@@ -400,7 +453,7 @@ def checkpoint_intervals(
     --------
     Daly 2006, Fig. 5 (δ = 5 min, M = 15 min, R = 10 min), in minutes:
 
-    >>> ci = checkpoint_intervals(5 / 60, 15 / 60, restart_h=10 / 60)
+    >>> ci = checkpoint_intervals(cost_h=5 / 60, mtbf_h=15 / 60, restart_h=10 / 60)
     >>> {k: round(v * 60, 4) for k, v in ci.to_dict().items() if k.endswith("_h")}
     ... # doctest: +NORMALIZE_WHITESPACE
     {'young_h': 12.2474, 'daly_first_order_h': 15.8114,
@@ -410,6 +463,7 @@ def checkpoint_intervals(
     """
     d = _checked(cost_h, "cost_h")
     m = _checked(mtbf_h, "mtbf_h")
+    _warn_degenerate(d, m, "checkpoint_intervals")
     r = _checked(restart_h, "restart_h", strict=False)
     daly, branch = _daly_higher(d, m)
     exact = _exact(d, m)
@@ -455,6 +509,12 @@ def plan_checkpoints(
     InvalidParameterError
         If ``cost_h`` or ``restart_h`` is out of range.
 
+    Warns
+    -----
+    RelkitWarning
+        Once, if some row has ``mtbf_h <= cost_h``: its intervals are
+        degenerate (efficiency near 0).
+
     Notes
     -----
     Applies :func:`checkpoint_intervals` row by row; ``daly_h`` is Daly's
@@ -491,14 +551,26 @@ def plan_checkpoints(
         k: []
         for k in ("young_h", "daly_h", "daly_branch", "exact_h", "efficiency_at_exact")
     }
+    degenerate: list[float] = []
     for m in mtbf_frame["mtbf_h"].cast(pl.Float64).to_list():
         if m is None or not math.isfinite(m) or m <= 0:
             for values in rows.values():
                 values.append(None)
             continue
-        ci = checkpoint_intervals(d, m, restart_h=r)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always", RelkitWarning)
+            ci = checkpoint_intervals(cost_h=d, mtbf_h=m, restart_h=r)
+        if seen:
+            degenerate.append(m)
         for k, values in rows.items():
             values.append(getattr(ci, k))
+    if degenerate:
+        msg = (
+            f"plan_checkpoints: {len(degenerate)} row(s) have mtbf_h <= cost_h = "
+            f"{d:g} h (e.g. mtbf_h = {degenerate[:5]}); their intervals are "
+            "degenerate (the job barely progresses between failures)."
+        )
+        warnings.warn(msg, RelkitWarning, stacklevel=2)
     extra = pl.DataFrame(
         rows,
         schema={

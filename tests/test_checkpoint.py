@@ -2,6 +2,7 @@
 
 import csv
 import math
+import warnings
 
 import numpy as np
 import polars as pl
@@ -23,7 +24,7 @@ from relkit.checkpoint import (
     plan_checkpoints,
     young_interval_h,
 )
-from relkit.errors import InvalidParameterError, SchemaError
+from relkit.errors import InvalidParameterError, RelkitWarning, SchemaError
 from relkit.metrics import mtbf
 
 REFERENCE = SHARED / "reference"
@@ -72,7 +73,9 @@ def check_interval_row(
     exact: float,
     eff: float,
 ) -> None:
-    ci = checkpoint_intervals(cost_min / 60, mtbf_min / 60, restart_h=restart_min / 60)
+    ci = checkpoint_intervals(
+        cost_h=cost_min / 60, mtbf_h=mtbf_min / 60, restart_h=restart_min / 60
+    )
     assert agree4(ci.young_h * 60, young)
     assert agree4(ci.daly_first_order_h * 60, daly1)
     assert agree4(ci.daly_h * 60, daly)
@@ -80,12 +83,16 @@ def check_interval_row(
     assert agree4(ci.efficiency_at_exact, eff)
     # the single-rule functions agree with the bundle
     c, m, r = cost_min / 60, mtbf_min / 60, restart_min / 60
-    assert young_interval_h(c, m) == ci.young_h
-    assert daly_interval_h(c, m, restart_h=r, order="first") == ci.daly_first_order_h
-    assert daly_interval_h(c, m, restart_h=r) == ci.daly_h
-    assert exact_interval_h(c, m) == ci.exact_h
+    assert young_interval_h(cost_h=c, mtbf_h=m) == ci.young_h
     assert (
-        checkpoint_efficiency(ci.exact_h, c, m, restart_h=r) == ci.efficiency_at_exact
+        daly_interval_h(cost_h=c, mtbf_h=m, restart_h=r, order="first")
+        == ci.daly_first_order_h
+    )
+    assert daly_interval_h(cost_h=c, mtbf_h=m, restart_h=r) == ci.daly_h
+    assert exact_interval_h(cost_h=c, mtbf_h=m) == ci.exact_h
+    assert (
+        checkpoint_efficiency(ci.exact_h, cost_h=c, mtbf_h=m, restart_h=r)
+        == ci.efficiency_at_exact
     )
 
 
@@ -100,9 +107,13 @@ def test_ref_daly_2006_figures(case: str) -> None:
 
 def test_ref_daly_fig3_printed_value() -> None:
     """Daly 2006, Fig. 3: M = 24 h, delta = 5 min gives tau_opt of about 117 min."""
-    assert daly_interval_h(5 / 60, 24.0) * 60 == pytest.approx(117, abs=0.5)
-    assert daly_interval_h(5 / 60, 6.0) * 60 == pytest.approx(57, abs=0.5)
-    assert daly_interval_h(5 / 60, 0.25) * 60 == pytest.approx(9.1, abs=0.05)
+    assert daly_interval_h(cost_h=5 / 60, mtbf_h=24.0) * 60 == pytest.approx(
+        117, abs=0.5
+    )
+    assert daly_interval_h(cost_h=5 / 60, mtbf_h=6.0) * 60 == pytest.approx(57, abs=0.5)
+    assert daly_interval_h(cost_h=5 / 60, mtbf_h=0.25) * 60 == pytest.approx(
+        9.1, abs=0.05
+    )
 
 
 def test_ref_checkpoint_intervals_csv() -> None:
@@ -213,12 +224,19 @@ def test_ref_ettr_model_csv() -> None:
 
 
 def test_daly_branch_delta_at_least_2m() -> None:
-    """Daly's higher-order rule returns tau = M once delta >= 2M, and says so."""
-    ci = checkpoint_intervals(3.0, 1.0, restart_h=0.5)
+    """Daly's higher-order rule returns tau = M once delta >= 2M, and says so.
+
+    delta >= M is degenerate (the job barely progresses), so each call warns.
+    """
+    with pytest.warns(RelkitWarning, match="cost_h = 3 h is not below mtbf_h = 1 h"):
+        ci = checkpoint_intervals(cost_h=3.0, mtbf_h=1.0, restart_h=0.5)
     assert ci.daly_branch == "delta>=2M"
     assert ci.daly_h == 1.0
-    assert daly_interval_h(2.0, 1.0) == 1.0  # boundary delta = 2M
-    assert checkpoint_intervals(1.99, 1.0).daly_branch == "delta<2M"
+    with pytest.warns(RelkitWarning, match="swapped"):
+        assert daly_interval_h(cost_h=2.0, mtbf_h=1.0) == 1.0  # boundary delta = 2M
+    with pytest.warns(RelkitWarning, match="degenerate"):
+        ci_199 = checkpoint_intervals(cost_h=1.99, mtbf_h=1.0)
+    assert ci_199.daly_branch == "delta<2M"
     # exact optimum is still below M and positive
     assert 0 < ci.exact_h < 1.0
     assert ci.to_dict()["daly_branch"] == "delta>=2M"
@@ -227,11 +245,13 @@ def test_daly_branch_delta_at_least_2m() -> None:
 
 def test_daly_first_order_uses_restart() -> None:
     # sqrt(2 * 0.1 * (10 + 2.5)) = sqrt(2.5)
-    assert daly_interval_h(0.1, 10.0, restart_h=2.5, order="first") == pytest.approx(
-        math.sqrt(2.5), rel=1e-15
-    )
+    assert daly_interval_h(
+        cost_h=0.1, mtbf_h=10.0, restart_h=2.5, order="first"
+    ) == pytest.approx(math.sqrt(2.5), rel=1e-15)
     # the higher-order estimate does not depend on R
-    assert daly_interval_h(0.1, 10.0, restart_h=2.5) == daly_interval_h(0.1, 10.0)
+    assert daly_interval_h(cost_h=0.1, mtbf_h=10.0, restart_h=2.5) == daly_interval_h(
+        cost_h=0.1, mtbf_h=10.0
+    )
 
 
 @pytest.mark.parametrize("x", [1e-10, 1e-7, 0.99999e-5, 1.00001e-5, 1e-3, 0.5, 5.0])
@@ -241,20 +261,24 @@ def test_exact_solves_optimality_condition(x: float) -> None:
     Checked on both sides of delta/M = 1e-5, where a series replaces Lambert W.
     """
     m = 3.0
-    u = exact_interval_h(x * m, m) / m
+    with warnings.catch_warnings():  # x >= 1 is degenerate (warned), still solved
+        warnings.simplefilter("ignore", RelkitWarning)
+        u = exact_interval_h(cost_h=x * m, mtbf_h=m) / m
     assert abs(math.log1p(-u) + u + x) <= 1e-9 * x
 
 
 def test_exact_series_branch_is_continuous() -> None:
-    below = exact_interval_h(0.99999e-5, 1.0)
-    above = exact_interval_h(1.00001e-5, 1.0)
+    below = exact_interval_h(cost_h=0.99999e-5, mtbf_h=1.0)
+    above = exact_interval_h(cost_h=1.00001e-5, mtbf_h=1.0)
     assert 0 < below < above
     assert above / below == pytest.approx(math.sqrt(1.00001 / 0.99999), rel=1e-7)
 
 
 def test_efficiency_extremes_are_finite() -> None:
-    assert checkpoint_efficiency(1e6, 1.0, 1.0) == 0.0  # underflows, no overflow
-    eta = checkpoint_efficiency(1e-9, 1e-9, 1e9)
+    with pytest.warns(RelkitWarning, match="degenerate"):  # delta = M
+        eta_big = checkpoint_efficiency(1e6, cost_h=1.0, mtbf_h=1.0)
+    assert eta_big == 0.0  # underflows, no overflow
+    eta = checkpoint_efficiency(1e-9, cost_h=1e-9, mtbf_h=1e9)
     assert 0 < eta <= 1.0
 
 
@@ -374,7 +398,7 @@ def test_plan_checkpoints_over_mtbf_frame() -> None:
     ]
     assert plan["system"].to_list() == ["a", "b", "c"]
     assert plan["mtbf_h"].to_list()[:2] == [24.0, 48.0]
-    ci = checkpoint_intervals(5 / 60, 24.0, restart_h=10 / 60)
+    ci = checkpoint_intervals(cost_h=5 / 60, mtbf_h=24.0, restart_h=10 / 60)
     row = plan.row(0, named=True)
     assert row["daly_h"] == ci.daly_h
     assert row["exact_h"] == ci.exact_h
@@ -397,9 +421,9 @@ def test_invalid_cost_raises(bad: object) -> None:
     with pytest.raises(
         InvalidParameterError, match=r"cost_h must be a finite number > 0"
     ):
-        young_interval_h(bad, 24.0)  # type: ignore[arg-type]
+        young_interval_h(cost_h=bad, mtbf_h=24.0)  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match=r"cost_h .*> 0 \(hours\); got"):
-        checkpoint_intervals(bad, 24.0)  # type: ignore[arg-type]
+        checkpoint_intervals(cost_h=bad, mtbf_h=24.0)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("bad", BAD_POSITIVE, ids=repr)
@@ -413,21 +437,21 @@ def test_invalid_mtbf_raises(bad: object) -> None:
         with pytest.raises(
             InvalidParameterError, match=r"mtbf_h must be a finite number > 0"
         ):
-            fn(0.1, bad)  # type: ignore[operator]
+            fn(cost_h=0.1, mtbf_h=bad)  # type: ignore[operator]
 
 
 def test_error_messages_name_value() -> None:
     with pytest.raises(InvalidParameterError) as info:
-        daly_interval_h(0.1, -1.0)
+        daly_interval_h(cost_h=0.1, mtbf_h=-1.0)
     assert str(info.value) == "mtbf_h must be a finite number > 0 (hours); got -1.0."
     with pytest.raises(InvalidParameterError, match=r"restart_h .*>= 0.*got -0.5"):
-        checkpoint_intervals(0.1, 1.0, restart_h=-0.5)
+        checkpoint_intervals(cost_h=0.1, mtbf_h=1.0, restart_h=-0.5)
     with pytest.raises(
         InvalidParameterError, match="order must be 'higher' or 'first'"
     ):
-        daly_interval_h(0.1, 1.0, order="third")  # type: ignore[arg-type]
+        daly_interval_h(cost_h=0.1, mtbf_h=1.0, order="third")  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match="interval_h"):
-        checkpoint_efficiency(0.0, 0.1, 1.0)
+        checkpoint_efficiency(0.0, cost_h=0.1, mtbf_h=1.0)
 
 
 @pytest.mark.parametrize(
@@ -462,34 +486,38 @@ def test_invalid_ettr_inputs_raise(kwargs: dict, match: str) -> None:
 durations = st.floats(1e-3, 1e3)
 
 
+@pytest.mark.filterwarnings("ignore:.*degenerate:relkit.errors.RelkitWarning")
 @settings(deadline=None)  # first call imports scipy
 @given(c=durations, m=durations)
 def test_prop_daly_below_young(c: float, m: float) -> None:
     """Daly's higher-order interval is shorter than Young's when delta < 2M."""
     assume(c < 2 * m)
-    assert daly_interval_h(c, m) < young_interval_h(c, m)
+    assert daly_interval_h(cost_h=c, mtbf_h=m) < young_interval_h(cost_h=c, mtbf_h=m)
 
 
+@pytest.mark.filterwarnings("ignore:.*degenerate:relkit.errors.RelkitWarning")
 @settings(deadline=None)  # first call imports scipy
 @given(c=durations, m=durations, r=st.floats(0, 1e3))
 def test_prop_exact_maximises_efficiency(c: float, m: float, r: float) -> None:
     """The Lambert-W optimum beats a dense grid and a numerical optimiser."""
     from scipy.optimize import minimize_scalar
 
-    tau = exact_interval_h(c, m)
+    tau = exact_interval_h(cost_h=c, mtbf_h=m)
     assert 0 < tau <= m
-    best = checkpoint_efficiency(tau, c, m, restart_h=r)
+    best = checkpoint_efficiency(tau, cost_h=c, mtbf_h=m, restart_h=r)
     assert 0 <= best <= 1
     grid = np.geomspace(tau / 50, m * 5, 801)
-    others = [checkpoint_efficiency(float(t), c, m, restart_h=r) for t in grid]
+    others = [
+        checkpoint_efficiency(float(t), cost_h=c, mtbf_h=m, restart_h=r) for t in grid
+    ]
     assert max(others) <= best * (1 + 1e-9) + 1e-300
     res = minimize_scalar(
-        lambda lt: -checkpoint_efficiency(float(np.exp(lt)), c, m),
+        lambda lt: -checkpoint_efficiency(float(np.exp(lt)), cost_h=c, mtbf_h=m),
         bounds=(math.log(tau / 100), math.log(m)),
         method="bounded",
         options={"xatol": 1e-10},
     )
-    assert -res.fun <= checkpoint_efficiency(tau, c, m) * (1 + 1e-9)
+    assert -res.fun <= checkpoint_efficiency(tau, cost_h=c, mtbf_h=m) * (1 + 1e-9)
     if 1e-4 < c / m < 10:
         assert float(np.exp(res.x)) == pytest.approx(tau, rel=1e-3)
 
@@ -520,7 +548,7 @@ def test_prop_ettr_in_unit_interval(
 
 def test_extreme_scales_do_not_underflow() -> None:
     """δ/M = 1e-600 underflows to 0; the optimum is still Young's √(2δM) = √2 h."""
-    out = checkpoint_intervals(1e-300, 1e300)
+    out = checkpoint_intervals(cost_h=1e-300, mtbf_h=1e300)
     assert out.exact_h == pytest.approx(2**0.5)
     assert 0.0 <= out.efficiency_at_exact <= 1.0
 

@@ -411,13 +411,13 @@ def test_ref_renewal_exponential_is_daly(case: str) -> None:
     daly2006_fig3–5; efficiency there to the CSV's 6 digits)."""
     c_min, m_min, r_min, exact_min, eff = INTERVAL_ROWS[case]
     c, m, r = c_min / 60, m_min / 60, r_min / 60
-    exact = exact_interval_h(c, m)
+    exact = exact_interval_h(cost_h=c, mtbf_h=m)
     assert exact * 60 == pytest.approx(exact_min, rel=1e-4)
     model = [(1.0, m, 1)]
     for tau in (exact / 3, exact, 2 * exact, 5 * m):
         got = renewal_ettr(tau, cost_h=c, restart_h=r, components=model)
         assert got == pytest.approx(
-            checkpoint_efficiency(tau, c, m, restart_h=r), abs=1e-9
+            checkpoint_efficiency(tau, cost_h=c, mtbf_h=m, restart_h=r), abs=1e-9
         )
     opt = renewal_optimum(cost_h=c, restart_h=r, components=model)
     assert opt.interval_h == pytest.approx(exact, rel=1e-6)
@@ -431,7 +431,9 @@ def test_renewal_long_series_closed_by_euler_maclaurin() -> None:
     the rest closed by Euler-Maclaurin; still Daly's closed form to 1e-9."""
     tau, w, m, r = 3 / 3600, 1 / 3600, 1000.0, 0.05
     got = renewal_ettr(tau, cost_h=w, restart_h=r, components=[(1.0, m, 1)])
-    assert got == pytest.approx(checkpoint_efficiency(tau, w, m, restart_h=r), abs=1e-9)
+    assert got == pytest.approx(
+        checkpoint_efficiency(tau, cost_h=w, mtbf_h=m, restart_h=r), abs=1e-9
+    )
 
 
 def test_renewal_units_and_components_combine() -> None:
@@ -524,7 +526,9 @@ def test_weibull_optimum_departs_from_young() -> None:
     young = math.sqrt(2 * w * mean)
     assert opt.young_interval_h == pytest.approx(young, rel=1e-12)
     assert tau_grid / young - 1 == pytest.approx(0.0160, abs=1e-3)
-    assert tau_grid / exact_interval_h(w, mean) - 1 == pytest.approx(0.060, abs=2e-3)
+    assert tau_grid / exact_interval_h(cost_h=w, mtbf_h=mean) - 1 == pytest.approx(
+        0.060, abs=2e-3
+    )
     assert opt.ettr_at_young < opt.expected_ettr
     assert isinstance(opt, RenewalOptimum)
     rising = renewal_optimum(cost_h=w, restart_h=u0, components=[(2.0, eta, 1)])
@@ -559,7 +563,9 @@ def test_renewal_optimum_needs_a_cost() -> None:
     # the ETTR itself takes w = 0: no write, only rework and restarts
     assert renewal_ettr(
         1.0, cost_h=0.0, restart_h=0.0, components=[(1.0, 10.0, 1)]
-    ) == (pytest.approx(checkpoint_efficiency(1.0, 1e-300, 10.0), rel=1e-12))
+    ) == (
+        pytest.approx(checkpoint_efficiency(1.0, cost_h=1e-300, mtbf_h=10.0), rel=1e-12)
+    )
 
 
 # ================================================================ what-if
@@ -928,7 +934,9 @@ def test_decision_with_a_weibull_model() -> None:
     exponential model (D = 0) gives the exact Lambert-W optimum at its mean."""
     base = {"n_failures": 20, "exposure_h": 200.0, "restart_h": 0.1, "cost_h": 0.05}
     expo = checkpoint_decision(**base, model=[(1.0, 10.0, 1)])
-    assert expo.interval_h == pytest.approx(exact_interval_h(0.05, 10.0), rel=1e-6)
+    assert expo.interval_h == pytest.approx(
+        exact_interval_h(cost_h=0.05, mtbf_h=10.0), rel=1e-6
+    )
     assert expo.method.startswith("renewal-reward, Weibull")
     weib = checkpoint_decision(**base, model=[(0.7, 10.0, 1)], scale=2.0, queue_h=0.2)
     best = renewal_optimum(
