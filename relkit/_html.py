@@ -21,10 +21,12 @@ import polars as pl
 from relkit.errors import InvalidParameterError
 
 __all__ = [
+    "ID_COLUMNS",
     "chart_div",
     "chart_svg",
     "format_value",
     "inline_vega_scripts",
+    "natural_sort",
     "render_page",
     "table_html",
     "vega_versions",
@@ -53,6 +55,11 @@ th, td { padding: 0.25rem 0.6rem; border-bottom: 1px solid #e3e3e3;
   text-align: left; vertical-align: top; white-space: nowrap; }
 th { background: #f5f5f5; font-weight: 600; }
 td.num, th.num { text-align: right; }
+.relkit-wide th { white-space: normal; overflow-wrap: anywhere; min-width: 4.5rem; }
+.relkit-wide td { white-space: normal; }
+.relkit-wide td.num { white-space: nowrap; }
+p.relkit-summary { font-size: 1.02rem; }
+p.relkit-left-out { color: #555; margin: 0.2rem 0; }
 td.null { color: #999; }
 p.relkit-note, footer { color: #666; font-size: 0.85rem; }
 """.strip()
@@ -322,26 +329,60 @@ def chart_div(
     )
 
 
-def format_value(value: object) -> str:
+#: Column names read as shares (a fraction in [0, 1]), printed as percent.
+_SHARE = re.compile(r"(^|_)(frac|share|pct_of_kind)($|_)|^ettr(_|$)")
+#: Column names read as rates, printed to 3 significant digits.
+_RATE = re.compile(r"(^|_)(rate|per)($|_)")
+#: Column names read as hours.
+_HOURS = re.compile(r"_h($|_)")
+#: Id columns sorted naturally (2 before 10, n2 before n10) by :func:`table_html`.
+ID_COLUMNS = ("system", "host", "rack", "node", "unit")
+
+
+def _significant(value: float, digits: int) -> str:
+    """``value`` to ``digits`` significant digits, with thousands separators."""
+    if value == 0:
+        return "0"
+    if abs(value) >= 10 ** (digits - 1):
+        return f"{value:,.0f}"
+    text = f"{value:.{digits}g}"
+    return text
+
+
+def format_value(value: object, column: str | None = None) -> str:
     """Format one table cell as plain text (not yet HTML-escaped).
 
     Parameters
     ----------
     value : object
         A cell value from a polars frame.
+    column : str, optional
+        The column's name; it picks the format of a float by the house
+        naming rule (STYLE.md: the unit is in the name): hours (``*_h``) as
+        whole numbers from 100 h on and to 3 significant digits below; shares
+        (``frac``, ``*_frac``, ``share``, ``ettr``) as percent with one
+        decimal; rates (``*rate*``, ``*_per_*``) to 3 significant digits.
 
     Returns
     -------
     str
-        ``""`` for null; integers with thousands separators; floats with 4
-        significant digits below 10,000 and as rounded integers with separators
-        from there on; ``nan``, ``inf``, ``-inf`` spelt so; datetimes as
-        ``YYYY-MM-DD HH:MM:SS`` plus ``UTC`` when UTC; booleans ``true``/``false``.
+        ``""`` for null; integers with thousands separators; other floats
+        with 4 significant digits below 10,000 and as rounded integers with
+        separators from there on; ``nan``, ``inf``, ``-inf`` spelt so;
+        datetimes as ``YYYY-MM-DD HH:MM:SS`` plus ``UTC`` when UTC; booleans
+        ``true``/``false``.
 
     Examples
     --------
     >>> [format_value(v) for v in (None, 1234567, 0.000123456, 2.5, 98765.4)]
     ['', '1,234,567', '0.0001235', '2.5', '98,765']
+    >>> format_value(1234.56, "mtbf_h"), format_value(12.345, "mtbf_h")
+    ('1,235', '12.3')
+    >>> (
+    ...     format_value(0.97215, "ettr_frac"),
+    ...     format_value(0.0123456, "failure_rate_per_h"),
+    ... )
+    ('97.2 %', '0.0123')
     >>> format_value(float("nan")), format_value(True)
     ('nan', 'true')
     """
@@ -354,6 +395,11 @@ def format_value(value: object) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             return str(value)
+        name = (column or "").lower()
+        if _SHARE.search(name):
+            return f"{value * 100:.1f} %"
+        if _HOURS.search(name) or _RATE.search(name):
+            return _significant(value, 3)
         return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
     if isinstance(value, dt.datetime):
         text = value.strftime("%Y-%m-%d %H:%M:%S")
@@ -366,8 +412,47 @@ def format_value(value: object) -> str:
     return str(value)
 
 
+def natural_sort(frame: pl.DataFrame, column: str) -> pl.DataFrame:
+    """Sort a frame by id naturally: ``2`` before ``10``, ``n2`` before ``n10``.
+
+    Parameters
+    ----------
+    frame : pl.DataFrame
+        Any frame with ``column``.
+    column : str
+        The id column (cast to text); nulls go last. The sort is stable.
+
+    Returns
+    -------
+    pl.DataFrame
+        The rows in natural order of ``column``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> natural_sort(pl.DataFrame({"host": ["n10", "n2", None, "n1"]}), "host")[
+    ...     "host"
+    ... ].to_list()
+    ['n1', 'n2', 'n10', None]
+    """
+    from relkit.charts import natural_order
+
+    ids = frame[column].cast(pl.String)
+    order = natural_order(ids.drop_nulls().unique().to_list())
+    rank = pl.DataFrame(
+        {"_id": order, "_rank": list(range(len(order)))},
+        schema={"_id": pl.String, "_rank": pl.Int64},
+    )
+    return (
+        frame.with_columns(_id=ids)
+        .join(rank, on="_id", how="left", maintain_order="left")
+        .sort("_rank", nulls_last=True, maintain_order=True)
+        .drop("_id", "_rank")
+    )
+
+
 def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
-    """Render a polars frame as an escaped HTML table.
+    """Render a polars frame as an escaped HTML table that fits the page.
 
     Parameters
     ----------
@@ -381,7 +466,13 @@ def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
     str
         A ``<div class="relkit-table">`` with the ``<table>``; numeric columns
         are right-aligned (``class="num"``), values formatted by
-        :func:`format_value`, nulls shown empty (``class="null"``).
+        :func:`format_value` with their column's name, nulls shown empty
+        (``class="null"``). Columns that are null in every row are left out
+        and named in a note under the table; a table of more than 8 columns
+        gets ``class="relkit-table relkit-wide"``, whose headers and text
+        cells wrap. When the first column is an id (:data:`ID_COLUMNS`) and
+        the rows are in its text order, they are put in natural order
+        (``n2`` before ``n10``).
 
     Raises
     ------
@@ -402,19 +493,30 @@ def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
     if max_rows < 0:
         msg = f"table_html: max_rows must be >= 0; found {max_rows!r}."
         raise InvalidParameterError(msg)
+    empty = (
+        [c for c in frame.columns if frame[c].null_count() == frame.height]
+        if frame.height
+        else []
+    )
+    frame = frame.drop(empty)
+    if frame.width and frame.columns[0] in ID_COLUMNS and frame.height > 1:
+        ids = frame[frame.columns[0]].cast(pl.String)
+        if ids.is_sorted() and ids.null_count() == 0:
+            frame = natural_sort(frame, frame.columns[0])
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    names = frame.columns
 
     def cls(i: int, *, null: bool = False) -> str:
         names = (["num"] if numeric[i] else []) + (["null"] if null else [])
         return f' class="{" ".join(names)}"' if names else ""
 
     head = "".join(
-        f"<th{cls(i)}>{html.escape(name)}</th>" for i, name in enumerate(frame.columns)
+        f"<th{cls(i)}>{html.escape(name)}</th>" for i, name in enumerate(names)
     )
     body = [
         "<tr>"
         + "".join(
-            f"<td{cls(i, null=v is None)}>{html.escape(format_value(v))}</td>"
+            f"<td{cls(i, null=v is None)}>{html.escape(format_value(v, names[i]))}</td>"
             for i, v in enumerate(row)
         )
         + "</tr>"
@@ -426,8 +528,15 @@ def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
             f'<p class="relkit-note">Showing the first {max_rows:,} of '
             f"{frame.height:,} rows.</p>"
         )
+    if empty:
+        note += (
+            '<p class="relkit-note">Empty in every row, not shown: '
+            + html.escape(", ".join(empty))
+            + ".</p>"
+        )
+    wide = " relkit-wide" if frame.width > 8 else ""
     return (
-        '<div class="relkit-table"><table>\n'
+        f'<div class="relkit-table{wide}"><table>\n'
         f"<thead><tr>{head}</tr></thead>\n<tbody>\n"
         + "".join(f"{r}\n" for r in body)
         + f"</tbody></table>{note}</div>"
