@@ -4,9 +4,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
+# Playwright (dev extra) drives Debian's chromium; it must never fetch a browser.
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
 .DEFAULT_GOAL := help
-.PHONY: help install install-dev demo test lint fmt doctest nbval test-all lab bench clean
+.PHONY: help install install-dev browser demo test lint fmt doctest nbval test-all lab bench clean
 
 help:  ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -27,6 +29,23 @@ install: $(STAMP)  ## Create .venv (if missing) and install relkit
 
 install-dev: $(DEVSTAMP)  ## Create .venv (if missing) and install relkit with the dev extra
 
+# Debian's chromium for tests/test_browser.py (Playwright drives it; nothing is
+# downloaded by Playwright). Installed once: a machine that has it skips this.
+browser:  ## Install Debian's chromium for the browser test when it is missing
+	@if command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
+	else echo "make: chromium is missing and this user can neither apt-get nor sudo -n:" \
+		"run 'apt-get install chromium' as root (tests/test_browser.py skips locally, fails on CI)" >&2; \
+		exit 0; fi; \
+	echo "make: installing Debian's chromium for the browser test (once; log in $(VENV)/apt-chromium.log)"; \
+	mkdir -p $(VENV); \
+	{ $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium \
+	  || { $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive \
+	       apt-get install -y -q --no-install-recommends chromium; }; } >$(VENV)/apt-chromium.log 2>&1 \
+	|| { echo "make: apt-get install chromium failed (see $(VENV)/apt-chromium.log);" \
+		"tests/test_browser.py skips locally, fails on CI" >&2; tail -n 5 $(VENV)/apt-chromium.log >&2; }
+
 demo: $(STAMP)  ## Run the main job on the bundled LANL data; writes out/report.html
 	$(BIN)/relkit demo --out out/
 
@@ -45,7 +64,7 @@ nbval: $(DEVSTAMP)  ## Run the notebooks under nbval against their committed out
 	$(BIN)/python -m pytest -p no:cacheprovider --nbval --nbval-current-env \
 		--nbval-sanitize-with notebooks/nbval_sanitize.cfg notebooks/ -q
 
-test: lint  ## Lint, then the whole suite: unit, doctest and notebook tests
+test: lint browser  ## Lint, then the whole suite: unit, doctest, browser and notebook tests
 	$(BIN)/python -m pytest -q
 	$(MAKE) --no-print-directory nbval
 

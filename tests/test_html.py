@@ -339,31 +339,3 @@ def test_page_falls_back_to_static_svg_without_bundle(
         assert result[id_]["staticRemoved"] is False
         assert result[id_]["fallbackDisplay"] == "block"
         assert "<svg" not in result[id_]["html"]
-
-
-@pytest.mark.skipif(
-    shutil.which("chromium") is None and shutil.which("chromium-browser") is None,
-    reason="no chromium for a headless-browser check",
-)
-def test_page_renders_in_headless_chromium(page: str, tmp_path: Path) -> None:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    path = tmp_path / "report.html"
-    path.write_text(page, encoding="utf-8")
-    done = subprocess.run(
-        [
-            exe,
-            "--headless=new",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--virtual-time-budget=10000",
-            "--dump-dom",
-            path.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    dom = done.stdout
-    assert 'id="km-static"' not in dom  # removed after vegaEmbed succeeded
-    assert dom.count('class="marks"') >= 2
