@@ -275,7 +275,9 @@ def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
             confidence=args.confidence,
         ).row(0, named=True)
         observed = node_failure_rate(
-            row["n_failures"], row["exposure_h"], confidence=args.confidence
+            row["n_failures"],
+            node_hours=row["exposure_h"],
+            confidence=args.confidence,
         )
         rate, lower, upper = (
             observed.failures_per_node_day,
@@ -290,8 +292,8 @@ def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RelkitWarning)
         out = scale_projection(
-            rate,
             _ints(args.gpus, "--gpus", most=MAX_GPUS),
+            failures_per_node_day=rate,
             gpus_per_node=args.gpus_per_node,
             rate_lower=lower,
             rate_upper=upper,
@@ -336,9 +338,6 @@ def _cmd_failure_share(args: argparse.Namespace, emit: Emit, progress: Progress)
         path = args.acmetrace or datasets.path("acmetrace")
         emit(acmetrace_failure_share(read_cluster_summary(path)), args.format)
         return 0
-    if args.db is None:
-        msg = "give --db DB (job logs in a store) or --acmetrace [FILE]"
-        raise RelkitError(msg)
     attempts, interruptions = _job_tables(args)
     _say_gaps(args, attempts, interruptions, progress, need="the share of GPU time")
     emit(failure_share(attempts, by=args.by), args.format)
@@ -458,7 +457,10 @@ def add_job_verbs(
         "--rate-bounds", help="bounds of r_f, LOW,HIGH per node-day (optional)"
     )
     p.add_argument(
-        "--db", help="take r_f observed in this store instead of --failure-rate"
+        "--db",
+        help="take r_f observed in this store instead of --failure-rate "
+        "(default: not given; $RELKIT_DB is not read here, as a store would "
+        "override --failure-rate)",
     )
     p.add_argument(
         "--gpus", required=True, help="job sizes in GPUs, e.g. 1024,16384,131072"
@@ -485,7 +487,7 @@ def add_job_verbs(
     p = verbs.add_parser(
         "failure-share", help="failed share of jobs by count and by GPU time"
     )
-    p.add_argument("--db", help="store with job logs")
+    add_db(p)
     _job_options(p)
     p.add_argument("--by", help="group column, e.g. partition")
     p.add_argument(

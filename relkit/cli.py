@@ -35,6 +35,7 @@ EXIT_USAGE = 2
 EXIT_DATA = 1
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
+EXIT_CLOSED_PIPE = 141
 
 
 def _progress(message: str) -> None:
@@ -44,7 +45,11 @@ def _progress(message: str) -> None:
 def _json_default(value: object) -> object:
     from datetime import date, datetime
 
-    if isinstance(value, datetime | date):
+    from relkit._cli_format import instant_text
+
+    if isinstance(value, datetime):  # as CSV writes it: ISO 8601 in UTC
+        return instant_text(value)
+    if isinstance(value, date):
         return value.isoformat()
     return str(value)
 
@@ -62,9 +67,14 @@ def _emit(
 
     import polars as pl
 
+    from relkit._cli_format import machine_frame, natural_order, reading_frame
+
     if isinstance(result, pl.DataFrame):
-        rows = [{k: _clean(v) for k, v in r.items()} for r in result.to_dicts()]
-        frame = result
+        frame = natural_order(result)  # system and host ids: 2 before 10
+        rows = [
+            {k: _clean(v) for k, v in r.items()}
+            for r in machine_frame(frame).to_dicts()
+        ]
     else:
         rows = [
             {k: _clean(v) for k, v in r.items()}
@@ -78,22 +88,19 @@ def _emit(
         print(json.dumps(payload, indent=2, default=_json_default))
     elif fmt == "csv":
         nested = [c for c, t in frame.schema.items() if t.is_nested()]
-        flat = frame.with_columns(
+        flat = machine_frame(frame).with_columns(
             pl.col(c).cast(pl.List(pl.String)).list.join(";") for c in nested
         )
         sys.stdout.write(flat.write_csv())
     elif isinstance(result, dict):
-        width = max(len(k) for k in result)
-        for key, value in result.items():
-            shown = f"{value:.6g}" if isinstance(value, float) else value
-            print(f"{key:<{width}}  {shown}")
+        _print_pairs(result)
     else:
+        frame = reading_frame(frame)
         with pl.Config(
             tbl_rows=200,
             tbl_cols=30,
             tbl_width_chars=1000,
             tbl_formatting="ASCII_MARKDOWN",
-            float_precision=4,
             tbl_hide_dataframe_shape=True,
             tbl_hide_column_data_types=True,
             fmt_str_lengths=300,
@@ -105,6 +112,27 @@ def _emit(
         ]
         if shown := " and ".join(c for c in cut if c):
             _progress(f"note: the table has {shown}; --format csv or json gives all")
+
+
+def _print_pairs(result: dict[str, Any]) -> None:
+    """Print a one-row result as ``name  value`` lines, numbers for reading."""
+    from datetime import datetime
+
+    from relkit._cli_format import instant_text
+
+    width = max(len(k) for k in result)
+    for key, value in result.items():
+        if isinstance(value, float):
+            shown: object = f"{value:,.6g}" if abs(value) < 1e6 else f"{value:,.0f}"
+        elif isinstance(value, int) and not isinstance(value, bool):
+            shown = f"{value:,}" if key.startswith("n_") else value
+        elif isinstance(value, datetime):
+            shown = instant_text(value)
+        elif value is None or value == []:
+            continue  # nothing to say (--format json shows it as null)
+        else:
+            shown = value
+        print(f"{key:<{width}}  {shown}")
 
 
 def _parse_instant(text: str | None, flag: str) -> datetime | None:
@@ -169,6 +197,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
     as_of = _parse_instant(args.as_of, "--as-of")
     results, failed, refused = [], 0, []
+    only_error = ""  # the one file given could not be read: this is the error
     n_files = 0  # files tried: a directory counts its files
     with Store(args.db) as store:
         for n, path in enumerate(args.paths, 1):
@@ -200,7 +229,10 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             except RelkitError as exc:
                 failed += 1
                 n_files += 1
-                _progress(f"{where_n} error: {exc}")
+                if len(args.paths) == 1:  # said once, as the command's error
+                    only_error = str(exc)
+                else:
+                    _progress(f"{where_n} error: {exc}")
                 results.append(
                     {"path": str(path), "kind": args.kind, "error": str(exc)}
                 )
@@ -259,6 +291,10 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                 if result.all_rejected:
                     refused.append(result)
                 results.append(row)
+        if only_error:
+            if args.format != "table":  # the record, for a program reading it
+                _emit(results, args.format)
+            raise RelkitError(only_error)
         if results:
             _emit(results, args.format)
         if failed or refused:
@@ -687,18 +723,44 @@ def _add_count_unknown_xid(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_db(parser: argparse.ArgumentParser) -> None:
+    from relkit._cli_help import STORE_ENV, store_default
+
     parser.add_argument(
-        "--db", default="relkit.duckdb", help="store file (default relkit.duckdb)"
+        "--db",
+        default=store_default(),
+        help=f"store file (default: ${STORE_ENV} if set, else relkit.duckdb; "
+        "now %(default)s)",
     )
 
 
-class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's formatter with the terminal width looked up once per process.
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter with each option's default, and the width looked up once.
 
-    argparse makes a formatter for every option it adds (to check its help
-    text) and each asks the terminal for its width; relkit adds hundreds, and
-    start-up is measured (``bench/bench_startup.py``).
+    An option whose help does not name its default gets one: ``(default: X)``,
+    ``(default: off)`` for a switch, ``(default: not given)``, or
+    ``(required)``. The examples at the end keep their lines. argparse makes a
+    formatter for every option it adds (to check its help text) and each asks
+    the terminal for its width; relkit adds hundreds, and start-up is measured
+    (``bench/bench_startup.py``).
     """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (
+            not action.option_strings
+            or action.default == argparse.SUPPRESS
+            or "default" in text.lower()
+        ):
+            return action.help
+        if action.required:
+            told = "required"
+        elif action.nargs == 0:  # a switch: store_true and the like
+            told = "default: off"
+        elif action.default is None:
+            told = "default: not given"
+        else:
+            told = "default: %(default)s"
+        return f"{text} ({told})" if text else f"({told})"
 
     _width: int | None = None
 
@@ -781,6 +843,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     verbs: Any = parser.add_subparsers(
         dest="verb", required=True, metavar="VERB", parser_class=_Parser
     )
+    subparsers = verbs
     if only is not None:
         verbs = _Verbs(verbs, only)
 
@@ -1113,7 +1176,27 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         add_db=_add_db,
         add_format=_add_format,
     )
+
+    p = verbs.add_parser(
+        "completion", help="print a shell completion script for relkit (shtab)"
+    )
+    p.add_argument("shell", choices=("bash", "zsh", "tcsh"), help="the shell")
+    p.set_defaults(func=_cmd_completion)
+
+    from relkit._cli_help import describe_verbs  # a summary and examples each
+
+    describe_verbs(
+        subparsers.choices, {a.dest: a.help for a in subparsers._choices_actions}
+    )
     return parser
+
+
+def _cmd_completion(args: argparse.Namespace) -> int:
+    """Print the completion script of the full parser for ``args.shell``."""
+    import shtab
+
+    print(shtab.complete(build_parser(), shell=args.shell), end="")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1141,7 +1224,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     func: Callable[[argparse.Namespace], int] = args.func
     with warnings.catch_warnings():  # restores the warning machinery after
         warnings.showwarning = _note_printer(args.verb, warnings.showwarning)
-        return _run(func, args)
+        code = _run(func, args)
+    try:
+        sys.stdout.flush()  # here, not at exit, where a closed pipe is noisy
+    except BrokenPipeError:
+        return _closed_pipe()
+    return code
+
+
+def _closed_pipe() -> int:
+    """End quietly when stdout's reader has gone (``relkit jobs | head -1``).
+
+    stdout is pointed at the null device, so Python's flush at exit finds
+    nothing to write (no "Exception ignored" line); the exit code is the
+    shell's for a process ended by SIGPIPE, 128 + 13.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file (a test's capture)
+        pass
+    return EXIT_CLOSED_PIPE
 
 
 def _note_printer(verb: str, shown: Callable[..., None]) -> Callable[..., None]:
@@ -1167,14 +1270,51 @@ def _note_printer(verb: str, shown: Callable[..., None]) -> Callable[..., None]:
     return show
 
 
+#: Verbs that write to the store (the others open it read-only).
+_WRITING_VERBS = frozenset({"ingest"})
+
+
+def _locked_store(text: str, args: argparse.Namespace) -> str | None:
+    """Say what to do when another process holds the store's lock, else None.
+
+    DuckDB lets one process open a file for writing, or many read-only; a
+    notebook's ``Store(path)`` holds the write lock and every other open fails
+    with "Could not set lock on file ... Conflicting lock is held in PROGRAM
+    (PID n)".
+    """
+    import re
+
+    if "Could not set lock on file" not in text:
+        return None
+    found = re.search(r"held in (.*?) \(PID (\d+)\)", text)
+    who = ""
+    if found:
+        program = re.split(r"[\\/]", found.group(1))[-1]
+        who = f" (PID {found.group(2)}, {program})"
+    db = getattr(args, "db", None) or "the store"
+    if args.verb in _WRITING_VERBS:
+        return (
+            f"the store {db} is open in another process{who}; relkit {args.verb} "
+            "writes to it, so close it there (store.close()) and run this again"
+        )
+    return (
+        f"the store {db} is open for writing in another process{who}; close it "
+        f"there (store.close()), or open it read-only there (Store({db!r}, "
+        "read_only=True)) so that both can read"
+    )
+
+
 def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run a verb; turn relkit's errors into one line and an exit code."""
     try:
         _check_options(args)
         return func(args)
     except RelkitError as exc:
-        print(f"relkit {args.verb}: error: {exc}", file=sys.stderr)
+        text = _locked_store(str(exc), args) or str(exc)
+        print(f"relkit {args.verb}: error: {text}", file=sys.stderr)
         return EXIT_DATA
+    except BrokenPipeError:
+        return _closed_pipe()
     except (OSError, ValueError) as exc:
         print(f"relkit {args.verb}: error: {exc}", file=sys.stderr)
         return EXIT_DATA
@@ -1182,6 +1322,9 @@ def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) ->
         print(f"relkit {args.verb}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:
+        if text := _locked_store(str(exc), args):  # DuckDB's own error
+            print(f"relkit {args.verb}: error: {text}", file=sys.stderr)
+            return EXIT_DATA
         if os.environ.get("RELKIT_DEBUG"):
             raise
         print(

@@ -58,6 +58,7 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
     "schema": (BASE, ("schema",)),
     "taxonomy": (BASE, ("taxonomy",)),
     "datasets": (BASE, ("datasets",)),  # where the bundled files are; paths only
+    "defaults": (BASE, ("defaults", "display")),  # stdlib only: defaults, reprs
     # sources: the only code that touches raw files or DuckDB, and the simulator
     "store": (SOURCES, ("store",)),
     "ingest": (SOURCES, ("ingest", "distributed")),  # distributed: parse on Ray
@@ -127,6 +128,8 @@ ROOMS: dict[str, tuple[int, tuple[str, ...]]] = {
             "_cli_lemons",
             "_cli_distributed",
             "_cli_report",
+            "_cli_format",
+            "_cli_help",
             "__main__",
         ),
     ),

@@ -440,8 +440,8 @@ def test_ref_c05_incidents_open_link_runs_to_the_last_line(
     assert links["host-b"]["is_open"] is True
     assert links["host-b"]["down_s"] == pytest.approx(1800.0)
     assert links["host-a"]["down_s"] == pytest.approx(18.9)
-    assert links["host-a"]["start_ts"] == "2025-05-02T08:00:01.100000+00:00"
-    assert links["host-a"]["end_ts"] == "2025-05-02T08:00:47.500000+00:00"
+    assert links["host-a"]["start_ts"] == "2025-05-02T08:00:01.100Z"
+    assert links["host-a"]["end_ts"] == "2025-05-02T08:00:47.500Z"
 
 
 @pytest.mark.parametrize(

@@ -64,7 +64,7 @@ def test_jobs_json_fields(c08_db: str, capsys: pytest.CaptureFixture[str]) -> No
     by_id = {r["job_id"]: r for r in rows}
     assert by_id["4102"]["cancelled_by_uid"] == "12345"
     assert by_id["4108_7"]["array_task"] == "7"
-    assert by_id["4100"]["start_ts"] == "2025-02-01T09:00:05+00:00"
+    assert by_id["4100"]["start_ts"] == "2025-02-01T09:00:05Z"
     assert by_id["4101"]["hosts"][0] == "gpu005"
 
 

@@ -1,0 +1,264 @@
+"""How the ``relkit`` command writes a result: a table for reading, JSON/CSV in full.
+
+The table is for a person (issue 14 §4): numbers rounded to what a reader uses
+(a 4,543,944 h exposure shows no decimals, a 2.07 h repair time two), thousands
+separators, no column that is empty in every row, and system or host ids in
+natural order (``2`` before ``10``). JSON and CSV keep every digit and write a
+timestamp the same way, ISO 8601 in UTC (``2024-03-04T11:27:16Z``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime
+
+import polars as pl
+
+__all__ = [
+    "ID_COLUMNS",
+    "instant_text",
+    "machine_frame",
+    "natural_key",
+    "natural_order",
+    "reading_frame",
+    "reading_value",
+]
+
+#: Columns holding system, host or unit names: sorted naturally (``gpu2`` before
+#: ``gpu10``) where a result was ordered by them.
+ID_COLUMNS = frozenset(
+    {"system", "host", "hostname", "node", "unit_id", "device", "rack", "host_id"}
+)
+
+#: Significant digits a table shows of a column's typical value.
+_DIGITS = 4
+#: Most decimals a table shows (a smaller typical value is shown as 1.2e-05).
+_MAX_DECIMALS = 6
+#: Name endings of integer columns that are amounts (thousands separators);
+#: other integers (ids, years, line numbers, codes) are printed as they are.
+_AMOUNT_SUFFIXES = ("_h", "_s", "_days", "_gpus", "_bytes", "_lines")
+
+
+def instant_text(value: datetime) -> str:
+    """Write a time as ISO 8601 in UTC, as the CSV and JSON outputs do.
+
+    Parameters
+    ----------
+    value : datetime
+        A time; with a zone it is converted to UTC and ends in ``Z``, without one
+        it is written as it is.
+
+    Returns
+    -------
+    str
+        ``2024-03-04T11:27:16Z``; fractions of a second in groups of three
+        digits, only when there are any (``...16.450Z``), as polars'
+        ``%.f`` writes them.
+    """
+    zone = ""
+    if value.tzinfo is not None:
+        value, zone = value.astimezone(UTC), "Z"
+    text = value.strftime("%Y-%m-%dT%H:%M:%S")
+    if value.microsecond:
+        digits = 3 if value.microsecond % 1000 == 0 else 6
+        text += f".{value.microsecond:06d}"[: digits + 1]
+    return text + zone
+
+
+def _instant_expr(name: str, dtype: pl.Datetime) -> pl.Expr:
+    col = pl.col(name)
+    if dtype.time_zone is not None:
+        return col.dt.convert_time_zone("UTC").dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ")
+    return col.dt.strftime("%Y-%m-%dT%H:%M:%S%.f")
+
+
+def natural_key(text: object) -> tuple:
+    """Return a sort key that orders numbers inside names by value.
+
+    Parameters
+    ----------
+    text : object
+        A name such as ``gpu10`` or ``2``; None sorts last.
+
+    Returns
+    -------
+    tuple
+        ``(is_missing, parts)``, parts alternating text (lower case) and whole
+        numbers, so ``gpu2`` < ``gpu10`` and ``2`` < ``10``.
+    """
+    if text is None:
+        return (1, ())
+    parts = re.split(r"(\d+)", str(text))
+    return (0, tuple(int(p) if i % 2 else p.lower() for i, p in enumerate(parts)))
+
+
+def natural_order(frame: pl.DataFrame) -> pl.DataFrame:
+    """Reorder rows ordered by a text id column so that its numbers sort by value.
+
+    Only a frame whose first column is an id column (:data:`ID_COLUMNS`) of
+    text, already in text order, is reordered, and stably: rows with the same
+    id keep their order. Any other frame keeps its order (events by time,
+    lemons by rank).
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        A result.
+
+    Returns
+    -------
+    polars.DataFrame
+        The same rows, the first column's ids in natural order (``2`` before
+        ``10``).
+    """
+    if frame.width == 0 or frame.height < 2:
+        return frame
+    name = frame.columns[0]
+    if name not in ID_COLUMNS or frame.schema[name] != pl.String:
+        return frame
+    column = frame[name]
+    if not column.is_sorted(nulls_last=True):
+        return frame
+    ids = column.unique().to_list()
+    rank = {v: i for i, v in enumerate(sorted(ids, key=natural_key))}
+    order = column.replace_strict(rank, default=None, return_dtype=pl.UInt32)
+    return (
+        frame.with_columns(order.alias("__natural"))
+        .sort("__natural", maintain_order=True)
+        .drop("__natural")
+    )
+
+
+def machine_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """Write a frame's times as ISO 8601 text in UTC, for CSV and JSON alike.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        A result; ``Datetime`` columns are converted, others kept in full.
+
+    Returns
+    -------
+    polars.DataFrame
+        The frame with each time as ``2024-03-04T11:27:16Z`` (see
+        :func:`instant_text`).
+    """
+    times = {n: t for n, t in frame.schema.items() if isinstance(t, pl.Datetime)}
+    if not times:
+        return frame
+    return frame.with_columns(_instant_expr(n, t).alias(n) for n, t in times.items())
+
+
+def _is_amount(name: str) -> bool:
+    return name.startswith("n_") or name.endswith(_AMOUNT_SUFFIXES)
+
+
+def _decimals(values: list[float]) -> int | None:
+    """Decimals for a column: four significant digits of its median magnitude.
+
+    None: the typical value is below 10**-6, shown in exponent form instead.
+    """
+    sizes = sorted(abs(v) for v in values if math.isfinite(v) and v != 0)
+    if not sizes:
+        return 0
+    typical = sizes[len(sizes) // 2]
+    decimals = _DIGITS - 1 - math.floor(math.log10(typical))
+    if decimals > _MAX_DECIMALS:
+        return None
+    return max(decimals, 0)
+
+
+def reading_value(value: float, decimals: int | None) -> str:
+    """Write one number for reading: thousands separators, ``decimals`` places.
+
+    Parameters
+    ----------
+    value : float
+        The number; NaN and infinities are written ``nan``, ``inf``, ``-inf``.
+    decimals : int or None
+        Places after the point; None writes three significant digits
+        (``1.23e-07``).
+
+    Returns
+    -------
+    str
+        E.g. ``4,543,945`` (0 places), ``2.07`` (2), ``0.9986`` (4).
+    """
+    if not math.isfinite(value):
+        return str(value)
+    if decimals is None:
+        return f"{value:.3g}"
+    return f"{value:,.{decimals}f}"
+
+
+def _number_texts(column: pl.Series) -> list[str | None]:
+    values = column.to_list()
+    if column.dtype.is_float():
+        decimals = _decimals([v for v in values if v is not None])
+        return [None if v is None else reading_value(v, decimals) for v in values]
+    amount = _is_amount(column.name)
+    return [None if v is None else (f"{v:,}" if amount else str(v)) for v in values]
+
+
+def _is_empty(column: pl.Series) -> bool:
+    """All null, or (a list column) nothing but empty lists and nulls."""
+    if column.null_count() == column.len():
+        return True
+    if isinstance(column.dtype, pl.List):
+        return bool((column.list.len().fill_null(0) == 0).all())
+    return False
+
+
+def reading_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """Prepare a result for the table a person reads.
+
+    Numbers become right-aligned text with thousands separators: a float column
+    shows four significant digits of its typical (median) value, so hour
+    counts in the thousands show none and fractions four; an integer column
+    whose name says it is an amount (``n_*``, ``*_h``, ``*_s``) gets
+    separators, other integers (ids, years) are left as they are. Times are
+    shown in UTC to the second. A missing value is an empty cell, and a column
+    empty in every row (null, or an empty list) is left out: it says nothing
+    (``--format csv`` and ``json`` keep it).
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        A result, full precision.
+
+    Returns
+    -------
+    polars.DataFrame
+        The frame to print: text columns, list columns as they were.
+    """
+    if frame.height == 0:
+        return frame
+    dropped = [c.name for c in frame.get_columns() if _is_empty(c)]
+    shown = frame.drop(dropped)
+    columns = []
+    for column in shown.get_columns():
+        dtype = column.dtype
+        if dtype.is_numeric() and dtype != pl.Boolean:
+            texts = _number_texts(column)
+            # right-aligned under the name, as numbers are
+            width = max([len(column.name), *(len(t) for t in texts if t is not None)])
+            column = pl.Series(
+                column.name,
+                ["" if t is None else t.rjust(width) for t in texts],
+                dtype=pl.String,
+            )
+        elif isinstance(dtype, pl.Datetime):
+            suffix = "Z" if dtype.time_zone is not None else ""
+            expr = pl.col(column.name)
+            if dtype.time_zone is not None:
+                expr = expr.dt.convert_time_zone("UTC")
+            column = (
+                shown.select(expr.dt.strftime(f"%Y-%m-%d %H:%M:%S{suffix}"))
+                .to_series()
+                .fill_null("")
+            )
+        elif dtype == pl.String:
+            column = column.fill_null("")
+        columns.append(column)
+    return pl.DataFrame(columns)
