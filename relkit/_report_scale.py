@@ -224,7 +224,7 @@ def _section(ctx: ReportContext) -> Sections:
     rate = node_failure_rate(n, node_hours=hours, confidence=a.confidence)
     r, lo, hi = rate.failures_per_node_day, rate.lower, rate.upper
     projection = scale_projection(
-        list(SCALE_GPUS),
+        gpus=list(SCALE_GPUS),
         failures_per_node_day=r,
         gpus_per_node=gpus_per_node,
         rate_lower=lo,
