@@ -221,12 +221,11 @@ def checkpoint_decision(
     q = _checked(queue_h, "queue_h", strict=False)
     s = _checked(scale, "scale", unit="target size / observed size")
     if n_failures == 0 and not isinstance(n_failures, bool):
-        b = mtbf_bounds(0, e, confidence=confidence)
+        b = mtbf_bounds(0, exposure_h=e, confidence=confidence)
         rate, lo, hi = 0.0, 0.0, s / b.lower_one_sided_h
     else:
-        rate, lo, hi = (
-            s * x for x in failure_rate_bounds(n_failures, e, confidence=confidence)
-        )
+        bounds = failure_rate_bounds(n_failures, exposure=e, confidence=confidence)
+        rate, lo, hi = s * bounds.rate, s * bounds.lower, s * bounds.upper
     c = float(confidence)
     n = int(n_failures)
     common = [

@@ -13,6 +13,7 @@ import polars as pl
 from relkit._checks import checked as _checked
 from relkit._checks import whole_nodes as _n_nodes
 from relkit.errors import InvalidParameterError
+from relkit.metrics import per_node_day
 
 __all__ = [
     "ETTRModel",
@@ -22,6 +23,31 @@ __all__ = [
     "expected_ettr",
     "optimal_interval",
 ]
+
+
+def _rate_arg(
+    failures_per_node_day: object, failures_per_1000_node_days: object, where: str
+) -> float:
+    """Return the node rate per node-day, given in exactly one of two units."""
+    per_node_day(
+        failures_per_node_day=failures_per_node_day,  # type: ignore[arg-type]
+        failures_per_1000_node_days=failures_per_1000_node_days,  # type: ignore[arg-type]
+        where=where,
+    )
+    if failures_per_node_day is not None:
+        return _checked(
+            failures_per_node_day,
+            "failures_per_node_day",
+            strict=False,
+            unit="per node-day",
+        )
+    per_1000 = _checked(
+        failures_per_1000_node_days,
+        "failures_per_1000_node_days",
+        strict=False,
+        unit="per 1000 node-days",
+    )
+    return per_1000 / 1000.0
 
 
 def _ettr_args(
@@ -106,7 +132,8 @@ def optimal_interval(
 def expected_ettr(
     *,
     n_nodes: int,
-    failures_per_node_day: float,
+    failures_per_node_day: float | None = None,
+    failures_per_1000_node_days: float | None = None,
     restart_h: float,
     interval_h: float,
     cost_h: float = 0.0,
@@ -118,8 +145,11 @@ def expected_ettr(
     ----------
     n_nodes : int
         Nodes N the job spans, >= 1.
-    failures_per_node_day : float
+    failures_per_node_day : float, optional
         Failure rate r_f per node-day, >= 0.
+    failures_per_1000_node_days : float, optional
+        The same rate per 1000 node-days (as :func:`relkit.metrics.mtbf` and
+        Kokolis et al. print it); give exactly one of the two.
     restart_h : float
         Restart overhead u₀ after each failure in hours, >= 0.
     interval_h : float
@@ -138,8 +168,9 @@ def expected_ettr(
     Raises
     ------
     InvalidParameterError
-        If ``n_nodes`` is not a whole number >= 1, or a rate or duration is
-        None, not finite or out of range.
+        If ``n_nodes`` is not a whole number >= 1, both or neither of the
+        two rates is given, or a rate or duration is not finite or out of
+        range.
 
     Notes
     -----
@@ -195,7 +226,7 @@ def expected_ettr(
     """
     lam, a, w = _ettr_args(
         n_nodes,
-        failures_per_node_day,
+        _rate_arg(failures_per_node_day, failures_per_1000_node_days, "expected_ettr"),
         restart_h,
         cost_h,
         queue_h,
@@ -241,7 +272,8 @@ class ETTRModel:
 def ettr_model(
     *,
     n_nodes: int,
-    failures_per_node_day: float,
+    failures_per_node_day: float | None = None,
+    failures_per_1000_node_days: float | None = None,
     restart_h: float,
     interval_h: float,
     cost_h: float = 0.0,
@@ -253,8 +285,10 @@ def ettr_model(
     ----------
     n_nodes : int
         Nodes N the job spans, >= 1.
-    failures_per_node_day : float
+    failures_per_node_day : float, optional
         Failure rate r_f per node-day, > 0.
+    failures_per_1000_node_days : float, optional
+        The same rate per 1000 node-days; give exactly one of the two.
     restart_h : float
         Restart overhead u₀ after each failure in hours, >= 0.
     interval_h : float
@@ -315,7 +349,7 @@ def ettr_model(
     """
     lam, a, w = _ettr_args(
         n_nodes,
-        failures_per_node_day,
+        _rate_arg(failures_per_node_day, failures_per_1000_node_days, "ettr_model"),
         restart_h,
         cost_h,
         queue_h,
@@ -334,7 +368,8 @@ def ettr_model(
 def ettr_curve(
     *,
     n_nodes: int,
-    failures_per_node_day: float,
+    failures_per_node_day: float | None = None,
+    failures_per_1000_node_days: float | None = None,
     restart_h: float,
     cost_h: float,
     queue_h: float = 0.0,
@@ -346,8 +381,10 @@ def ettr_curve(
     ----------
     n_nodes : int
         Nodes N the job spans, >= 1.
-    failures_per_node_day : float
+    failures_per_node_day : float, optional
         Failure rate r_f per node-day, > 0 (>= 0 when ``intervals_h`` is given).
+    failures_per_1000_node_days : float, optional
+        The same rate per 1000 node-days; give exactly one of the two.
     restart_h : float
         Restart overhead u₀ in hours, >= 0.
     cost_h : float
@@ -393,7 +430,7 @@ def ettr_curve(
     """
     lam, a, w = _ettr_args(
         n_nodes,
-        failures_per_node_day,
+        _rate_arg(failures_per_node_day, failures_per_1000_node_days, "ettr_curve"),
         restart_h,
         cost_h,
         queue_h,

@@ -9,18 +9,24 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
 
+from relkit.defaults import DEFAULT_CONFIDENCE
+from relkit.display import html_table
 from relkit.errors import InsufficientDataError, InvalidParameterError, SchemaError
 
 __all__ = [
+    "DEFAULT_CONFIDENCE",
+    "FailureRateBounds",
     "MTBFBounds",
     "failure_rate_bounds",
     "mtbf",
     "mtbf_bounds",
     "mttf_at_scale_h",
+    "per_node_day",
 ]
 
 #: Output columns of :func:`mtbf` after the ``by`` columns, in order.
@@ -34,6 +40,7 @@ MTBF_COLUMNS = (
     "mttr_h",
     "failures_per_1000_node_days",
     "availability_frac",
+    "confidence",
 )
 
 
@@ -44,7 +51,7 @@ def _check_confidence(confidence: object) -> float:
         or not 0.0 < float(confidence) < 1.0
     ):
         msg = (
-            f"confidence must be a number strictly between 0 and 1 (e.g. 0.9); "
+            f"confidence must be a number strictly between 0 and 1 (e.g. 0.95); "
             f"got {confidence!r}."
         )
         raise InvalidParameterError(msg)
@@ -96,12 +103,15 @@ class MTBFBounds:
         Upper two-sided bound in hours; None when r = 0 (the bound is infinite).
     lower_one_sided_h : float
         One-sided lower bound in hours at the same confidence; defined for r = 0.
+    confidence : float
+        The confidence level of the bounds, in (0, 1).
     """
 
     mtbf_h: float | None
     lower_h: float | None
     upper_h: float | None
     lower_one_sided_h: float
+    confidence: float
 
     def to_dict(self) -> dict[str, float | None]:
         """Return the fields as a plain dict.
@@ -109,13 +119,18 @@ class MTBFBounds:
         Returns
         -------
         dict
-            Keys ``mtbf_h``, ``lower_h``, ``upper_h``, ``lower_one_sided_h``.
+            Keys ``mtbf_h``, ``lower_h``, ``upper_h``, ``lower_one_sided_h``,
+            ``confidence``.
         """
         return asdict(self)
 
+    def _repr_html_(self) -> str:
+        """Return a small HTML table for Jupyter."""
+        return html_table("MTBF with exact chi-square bounds", self.to_dict())
+
 
 def mtbf_bounds(
-    n_failures: int, exposure_h: float, *, confidence: float = 0.9
+    n_failures: int, *, exposure_h: float, confidence: float = DEFAULT_CONFIDENCE
 ) -> MTBFBounds:
     r"""Compute the MTBF and its exact chi-square bounds (time-terminated test).
 
@@ -125,14 +140,15 @@ def mtbf_bounds(
         Number of failures r observed, >= 0.
     exposure_h : float
         Total time on test T in hours (unit-hours summed over units), > 0.
-    confidence : float, default 0.9
+        Keyword-only, so a count and an exposure cannot be swapped.
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Confidence level c, strictly between 0 and 1.
 
     Returns
     -------
     MTBFBounds
         ``mtbf_h`` = T/r, two-sided ``lower_h``/``upper_h`` and the one-sided
-        ``lower_one_sided_h``, all in hours.
+        ``lower_one_sided_h``, all in hours, and the ``confidence`` used.
 
     Raises
     ------
@@ -167,13 +183,13 @@ def mtbf_bounds(
 
     Examples
     --------
-    >>> b = mtbf_bounds(7, 14980.0, confidence=0.9)
+    >>> b = mtbf_bounds(7, exposure_h=14980.0, confidence=0.9)
     >>> round(b.mtbf_h, 1), round(b.lower_h, 1), round(b.upper_h, 1)
     (2140.0, 1139.3, 4559.7)
-    >>> b0 = mtbf_bounds(0, 600.0, confidence=0.9)  # no failure in 600 h
+    >>> b0 = mtbf_bounds(0, exposure_h=600.0, confidence=0.9)  # no failure in 600 h
     >>> b0.mtbf_h, b0.upper_h, round(b0.lower_one_sided_h, 2)
     (None, None, 260.58)
-    >>> mtbf_bounds(1, 0.0)
+    >>> mtbf_bounds(1, exposure_h=0.0)
     Traceback (most recent call last):
     ...
     relkit.errors.InvalidParameterError: exposure_h must be a finite number > 0 ...
@@ -185,15 +201,43 @@ def mtbf_bounds(
     c = _check_confidence(confidence)
     lower_one = float(2.0 * t / chi2.ppf(c, 2 * r + 2))
     if r == 0:
-        return MTBFBounds(None, None, None, lower_one)
+        return MTBFBounds(None, None, None, lower_one, confidence)
     lower = float(2.0 * t / chi2.ppf((1.0 + c) / 2.0, 2 * r + 2))
     upper = float(2.0 * t / chi2.ppf((1.0 - c) / 2.0, 2 * r))
-    return MTBFBounds(t / r, lower, upper, lower_one)
+    return MTBFBounds(t / r, lower, upper, lower_one, confidence)
+
+
+class FailureRateBounds(NamedTuple):
+    """A failure rate with its exact two-sided Poisson bounds.
+
+    Unpacks as ``rate, lower, upper, confidence``; all rates are failures per
+    unit of the exposure given to :func:`failure_rate_bounds`.
+
+    Parameters
+    ----------
+    rate : float
+        Point estimate n / E.
+    lower : float
+        Lower two-sided bound (0 when n = 0).
+    upper : float
+        Upper two-sided bound.
+    confidence : float
+        The confidence level of the bounds, in (0, 1).
+    """
+
+    rate: float
+    lower: float
+    upper: float
+    confidence: float
+
+    def _repr_html_(self) -> str:
+        """Return a small HTML table for Jupyter."""
+        return html_table("Failure rate with exact Poisson bounds", self._asdict())
 
 
 def failure_rate_bounds(
-    n_failures: int, exposure: float, *, confidence: float = 0.95
-) -> tuple[float, float, float]:
+    n_failures: int, *, exposure: float, confidence: float = DEFAULT_CONFIDENCE
+) -> FailureRateBounds:
     r"""Compute a failure rate and its exact Poisson (Garwood) confidence interval.
 
     Parameters
@@ -202,14 +246,16 @@ def failure_rate_bounds(
         Number of failures n observed, >= 0.
     exposure : float
         Exposure E in any unit (node-days, GPU-hours, ...), > 0. The rate is
-        per that unit.
-    confidence : float, default 0.95
+        per that unit. Keyword-only, so a count and an exposure cannot be
+        swapped.
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided confidence level c, strictly between 0 and 1.
 
     Returns
     -------
-    tuple of float
-        ``(rate, lower, upper)`` in failures per unit of ``exposure``.
+    FailureRateBounds
+        Named tuple ``(rate, lower, upper, confidence)``, rates in failures
+        per unit of ``exposure``.
 
     Raises
     ------
@@ -238,9 +284,9 @@ def failure_rate_bounds(
     --------
     Llama 3 pre-training: 419 unexpected interruptions on 2,048 nodes in 54 days.
 
-    >>> rate, lo, hi = failure_rate_bounds(419, 2048 * 54)
-    >>> f"{rate:.3e} [{lo:.3e}, {hi:.3e}]"
-    '3.789e-03 [3.435e-03, 4.169e-03]'
+    >>> rate, lo, hi, level = failure_rate_bounds(419, exposure=2048 * 54)
+    >>> f"{rate:.3e} [{lo:.3e}, {hi:.3e}] at {level}"
+    '3.789e-03 [3.435e-03, 4.169e-03] at 0.95'
     """
     from scipy.stats import chi2
 
@@ -249,18 +295,82 @@ def failure_rate_bounds(
     c = _check_confidence(confidence)
     lower = 0.0 if n == 0 else float(chi2.ppf((1.0 - c) / 2.0, 2 * n) / (2.0 * e))
     upper = float(chi2.ppf((1.0 + c) / 2.0, 2 * n + 2) / (2.0 * e))
-    return n / e, lower, upper
+    return FailureRateBounds(n / e, lower, upper, confidence)
 
 
-def mttf_at_scale_h(failures_per_node_day: float, n_nodes: int) -> float:
+def per_node_day(
+    *,
+    failures_per_node_day: float | None = None,
+    failures_per_1000_node_days: float | None = None,
+    where: str = "rate",
+) -> float:
+    """Return a node failure rate per node-day, given in either unit.
+
+    Parameters
+    ----------
+    failures_per_node_day : float, optional
+        The rate r_f in failures per node-day (e.g. 6.5e-3 for RSC-1).
+    failures_per_1000_node_days : float, optional
+        The same rate per 1000 node-days, the unit Kokolis et al. print and
+        :func:`mtbf` reports (e.g. 6.5 for RSC-1).
+    where : str, default "rate"
+        Name of the calling function, for the error message.
+
+    Returns
+    -------
+    float
+        The rate per node-day (not yet checked for range).
+
+    Raises
+    ------
+    InvalidParameterError
+        If both or neither of the two rates are given.
+
+    Examples
+    --------
+    >>> per_node_day(failures_per_1000_node_days=6.5)
+    0.0065
+    """
+    given = [
+        name
+        for name, value in (
+            ("failures_per_node_day", failures_per_node_day),
+            ("failures_per_1000_node_days", failures_per_1000_node_days),
+        )
+        if value is not None
+    ]
+    if len(given) != 1:
+        msg = (
+            f"{where}: give exactly one of failures_per_node_day (e.g. 6.5e-3) or "
+            f"failures_per_1000_node_days (e.g. 6.5); got {given or 'neither'}."
+        )
+        raise InvalidParameterError(msg)
+    if failures_per_node_day is not None:
+        return failures_per_node_day
+    assert failures_per_1000_node_days is not None  # for type checkers
+    if isinstance(failures_per_1000_node_days, bool) or not isinstance(
+        failures_per_1000_node_days, Real
+    ):
+        return failures_per_1000_node_days  # the caller's check names it
+    return float(failures_per_1000_node_days) / 1000.0
+
+
+def mttf_at_scale_h(
+    *,
+    n_nodes: int,
+    failures_per_node_day: float | None = None,
+    failures_per_1000_node_days: float | None = None,
+) -> float:
     r"""Project the mean time to failure of a job spanning ``n_nodes`` nodes.
 
     Parameters
     ----------
-    failures_per_node_day : float
-        Failure rate r_f of one node, in failures per node-day, > 0.
     n_nodes : int
         Number of nodes N the job spans, >= 1 (GPUs / GPUs per node).
+    failures_per_node_day : float, optional
+        Failure rate r_f of one node, in failures per node-day, > 0.
+    failures_per_1000_node_days : float, optional
+        The same rate per 1000 node-days; give exactly one of the two.
 
     Returns
     -------
@@ -270,8 +380,9 @@ def mttf_at_scale_h(failures_per_node_day: float, n_nodes: int) -> float:
     Raises
     ------
     InvalidParameterError
-        If the rate is not finite and > 0 (a zero rate has no finite MTTF), or
-        ``n_nodes`` is not a whole number >= 1.
+        If the rate is not finite and > 0 (a zero rate has no finite MTTF),
+        both or neither rate is given, or ``n_nodes`` is not a whole number
+        >= 1.
 
     Notes
     -----
@@ -289,12 +400,29 @@ def mttf_at_scale_h(failures_per_node_day: float, n_nodes: int) -> float:
     --------
     RSC-1 rate 6.50 per 1000 node-days, 16,384 GPUs = 2,048 nodes of 8 GPUs:
 
-    >>> round(mttf_at_scale_h(6.5e-3, 16384 // 8), 3)
+    >>> round(mttf_at_scale_h(n_nodes=16384 // 8, failures_per_node_day=6.5e-3), 3)
+    1.803
+    >>> round(mttf_at_scale_h(n_nodes=2048, failures_per_1000_node_days=6.5), 3)
     1.803
     """
-    rate = _check_positive(
-        failures_per_node_day, "failures_per_node_day", "per node-day"
+    per_node_day(  # exactly one of the two
+        failures_per_node_day=failures_per_node_day,
+        failures_per_1000_node_days=failures_per_1000_node_days,
+        where="mttf_at_scale_h",
     )
+    if failures_per_node_day is not None:
+        rate = _check_positive(
+            failures_per_node_day, "failures_per_node_day", "per node-day"
+        )
+    else:
+        rate = (
+            _check_positive(
+                failures_per_1000_node_days,
+                "failures_per_1000_node_days",
+                "per 1000 node-days",
+            )
+            / 1000.0
+        )
     n = _check_count(n_nodes, "n_nodes")
     if n < 1:
         msg = f"n_nodes must be a whole number >= 1; got {n_nodes!r}."
@@ -321,7 +449,7 @@ def mtbf(
     exposure: pl.DataFrame,
     *,
     by: str | Sequence[str] = (),
-    confidence: float = 0.9,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> pl.DataFrame:
     r"""Compute MTBF, bounds, MTTR and availability per group.
 
@@ -340,7 +468,7 @@ def mtbf(
         Grouping columns. Those in ``exposure`` are unit attributes; the others
         are failure attributes (e.g. ``failure_mode``, ``root_cause``) and share
         the exposure of their unit group.
-    confidence : float, default 0.9
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Confidence level of the bounds, in (0, 1).
 
     Returns
@@ -349,7 +477,8 @@ def mtbf(
         One row per group, sorted by ``by`` (nulls last): the ``by`` columns,
         ``n_failures`` (Int64), ``exposure_h``, ``mtbf_h``, ``mtbf_lower_h``,
         ``mtbf_upper_h`` (two-sided), ``mtbf_lower_one_sided_h``, ``mttr_h``
-        (hours), ``failures_per_1000_node_days`` and ``availability_frac``.
+        (hours), ``failures_per_1000_node_days``, ``availability_frac`` and
+        ``confidence`` (the level of the bounds, the same on every row).
         Groups are the observed combinations of the failure attributes crossed
         with every exposure group, so groups with zero failures are present:
         their ``mtbf_h``, ``mtbf_lower_h``, ``mtbf_upper_h``, ``mttr_h`` and
@@ -393,8 +522,8 @@ def mtbf(
     ... # doctest: +NORMALIZE_WHITESPACE
     [{'system': 'a', 'n_failures': 3, 'mtbf_h': 333.33..., 'mttr_h': 2.0},
      {'system': 'b', 'n_failures': 0, 'mtbf_h': None, 'mttr_h': None}]
-    >>> round(out["mtbf_lower_one_sided_h"][1], 1)  # 2000 h / chi2(0.9; 2)
-    434.3
+    >>> round(out["mtbf_lower_one_sided_h"][1], 1)  # 2000 h / chi2(0.95; 2)
+    333.8
     """
     c = _check_confidence(confidence)
     by_cols = _as_by(by)
@@ -486,7 +615,8 @@ def mtbf(
         mtbf_lower_one_sided_h=col(lower_one, valid),
         failures_per_1000_node_days=col(rate, valid),
     ).with_columns(
-        availability_frac=pl.col("mtbf_h") / (pl.col("mtbf_h") + pl.col("mttr_h"))
+        availability_frac=pl.col("mtbf_h") / (pl.col("mtbf_h") + pl.col("mttr_h")),
+        confidence=pl.lit(c, dtype=pl.Float64),
     )
     out = out.select(*by_cols, *MTBF_COLUMNS)
     if by_cols:

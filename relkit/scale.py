@@ -17,8 +17,15 @@ from typing import Any
 
 import polars as pl
 
+from relkit.defaults import DEFAULT_CONFIDENCE
+from relkit.display import html_table
 from relkit.errors import InvalidParameterError, RelkitWarning
-from relkit.metrics import failure_rate_bounds, mtbf_bounds, mttf_at_scale_h
+from relkit.metrics import (
+    failure_rate_bounds,
+    mtbf_bounds,
+    mttf_at_scale_h,
+    per_node_day,
+)
 from relkit.schema import require_columns
 from relkit.taxonomy import INFRA_CAUSES
 
@@ -56,9 +63,10 @@ def _gpus_list(gpus: int | Sequence[int]) -> list[int]:
 
 
 def scale_projection(
-    failures_per_node_day: float,
     gpus: int | Sequence[int],
     *,
+    failures_per_node_day: float | None = None,
+    failures_per_1000_node_days: float | None = None,
     gpus_per_node: int = 8,
     rate_lower: float | None = None,
     rate_upper: float | None = None,
@@ -67,16 +75,19 @@ def scale_projection(
 
     Parameters
     ----------
-    failures_per_node_day : float
-        Node failure rate r_f, failures per node-day (> 0), e.g. 6.5e-3 for
-        Meta's RSC-1 (6.50 per 1000 node-days).
     gpus : int or sequence of int
         Job sizes in GPUs (each >= 1), e.g. ``[1024, 16384, 131072]``.
+    failures_per_node_day : float, optional
+        Node failure rate r_f, failures per node-day (> 0), e.g. 6.5e-3 for
+        Meta's RSC-1.
+    failures_per_1000_node_days : float, optional
+        The same rate per 1000 node-days (6.50 for RSC-1, as Kokolis et al.
+        and :func:`relkit.metrics.mtbf` print it). Give exactly one of the two.
     gpus_per_node : int, default 8
         GPUs per node; N_nodes = ceil(gpus / gpus_per_node).
     rate_lower, rate_upper : float, optional
-        Confidence bounds of r_f (per node-day); they give ``mttf_upper_h``
-        and ``mttf_lower_h``. Without them the bounds are null.
+        Confidence bounds of r_f, in the unit of the rate given; they give
+        ``mttf_upper_h`` and ``mttf_lower_h``. Without them the bounds are null.
 
     Returns
     -------
@@ -89,9 +100,10 @@ def scale_projection(
     Raises
     ------
     InvalidParameterError
-        If a rate is not finite and > 0 (``rate_lower`` may be 0), the bounds
-        do not bracket the rate, a size is not a whole number in [1,
-        :data:`MAX_GPUS`], or ``gpus_per_node`` not a whole number >= 1.
+        If both or neither rate is given, a rate is not finite and > 0
+        (``rate_lower`` may be 0), the bounds do not bracket the rate, a
+        size is not a whole number in [1, :data:`MAX_GPUS`], or
+        ``gpus_per_node`` not a whole number >= 1.
 
     Warns
     -----
@@ -117,20 +129,30 @@ def scale_projection(
     --------
     RSC-1, r_f = 6.50 per 1000 node-days (paper: 1.8 h and 0.23 h):
 
-    >>> out = scale_projection(6.5e-3, [16384, 131072])
+    >>> out = scale_projection([16384, 131072], failures_per_1000_node_days=6.5)
     >>> [round(x, 4) for x in out["mttf_h"]]
     [1.8029, 0.2254]
     """
+    scale = 1.0 if failures_per_1000_node_days is None else 1000.0
+    rate_in_unit = per_node_day(
+        failures_per_node_day=failures_per_node_day,
+        failures_per_1000_node_days=failures_per_1000_node_days,
+        where="scale_projection",
+    )
+    if scale != 1.0:
+        rate_in_unit = failures_per_1000_node_days  # type: ignore[assignment]
     sizes = _gpus_list(gpus)
     if (
         isinstance(failures_per_node_day, int | float)
+        and failures_per_1000_node_days is None
         and failures_per_node_day > _SUSPECT_RATE
     ):
         msg = (
             f"failures_per_node_day = {failures_per_node_day:g} is more than one "
             "failure per node a day; the rate is per node-day. If "
             f"{failures_per_node_day:g} is per 1000 node-days (as Kokolis et al. "
-            f"print it), pass {failures_per_node_day / 1000:g}."
+            f"print it), pass {failures_per_node_day / 1000:g} per node-day or "
+            f"failures_per_1000_node_days={failures_per_node_day:g}."
         )
         warnings.warn(msg, RelkitWarning, stacklevel=2)
     if (
@@ -140,22 +162,28 @@ def scale_projection(
     ):
         msg = f"gpus_per_node must be a whole number >= 1; got {gpus_per_node!r}."
         raise InvalidParameterError(msg)
-    if rate_lower is not None and (
-        not math.isfinite(rate_lower) or not 0 <= rate_lower <= failures_per_node_day
+    name = "failures_per_node_day" if scale == 1.0 else "failures_per_1000_node_days"
+    if (
+        isinstance(rate_in_unit, int | float)
+        and rate_lower is not None
+        and (not math.isfinite(rate_lower) or not 0 <= rate_lower <= rate_in_unit)
+    ):
+        msg = f"rate_lower {rate_lower!r} must be in [0, {name} = {rate_in_unit!r}]."
+        raise InvalidParameterError(msg)
+    if (
+        isinstance(rate_in_unit, int | float)
+        and rate_upper is not None
+        and (not math.isfinite(rate_upper) or rate_upper < rate_in_unit)
     ):
         msg = (
-            f"rate_lower {rate_lower!r} must be in [0, failures_per_node_day "
-            f"= {failures_per_node_day!r}]."
+            f"rate_upper {rate_upper!r} must be finite and >= {name} = "
+            f"{rate_in_unit!r}."
         )
         raise InvalidParameterError(msg)
-    if rate_upper is not None and (
-        not math.isfinite(rate_upper) or rate_upper < failures_per_node_day
-    ):
-        msg = (
-            f"rate_upper {rate_upper!r} must be finite and >= failures_per_node_day "
-            f"= {failures_per_node_day!r}."
-        )
-        raise InvalidParameterError(msg)
+
+    def mttf(rate: float, nodes: int) -> float:
+        return mttf_at_scale_h(n_nodes=nodes, **{name: rate})
+
     rows = []
     for g in sizes:
         nodes = -(-g // gpus_per_node)
@@ -163,13 +191,11 @@ def scale_projection(
             {
                 "gpus": g,
                 "n_nodes": nodes,
-                "mttf_h": mttf_at_scale_h(failures_per_node_day, nodes),
-                "mttf_lower_h": None
-                if rate_upper is None
-                else mttf_at_scale_h(rate_upper, nodes),
+                "mttf_h": mttf(rate_in_unit, nodes),
+                "mttf_lower_h": None if rate_upper is None else mttf(rate_upper, nodes),
                 "mttf_upper_h": None
                 if rate_lower is None or rate_lower == 0
-                else mttf_at_scale_h(rate_lower, nodes),
+                else mttf(rate_lower, nodes),
                 "basis": "projected",
             }
         )
@@ -220,6 +246,11 @@ class NodeFailureRate:
         """R_f per 1000 node-days (the unit Kokolis et al. print)."""
         return 1000.0 * self.failures_per_node_day
 
+    @property
+    def failures_per_1000_node_days(self) -> float:
+        """R_f per 1000 node-days, the name :func:`relkit.metrics.mtbf` uses."""
+        return self.per_1000_node_days
+
     def to_dict(self) -> dict[str, Any]:
         """Return the fields (and ``per_1000_node_days``) as a plain dict.
 
@@ -230,12 +261,16 @@ class NodeFailureRate:
         """
         return {**asdict(self), "per_1000_node_days": self.per_1000_node_days}
 
+    def _repr_html_(self) -> str:
+        """Return a small HTML table for Jupyter."""
+        return html_table("Node failure rate r_f", self.to_dict())
+
 
 def node_failure_rate(
     n_failures: int,
-    node_hours: float,
     *,
-    confidence: float = 0.9,
+    node_hours: float,
+    confidence: float = DEFAULT_CONFIDENCE,
     basis: str = "observed",
 ) -> NodeFailureRate:
     r"""Compute the node failure rate r_f per node-day with exact bounds.
@@ -247,8 +282,8 @@ def node_failure_rate(
         :func:`relkit.answers.mtbf_by` with ``by=()``.
     node_hours : float
         Node-hours at risk (> 0), e.g. its ``exposure_h`` when the assets rows
-        are nodes.
-    confidence : float, default 0.9
+        are nodes. Keyword-only, so a count and hours cannot be swapped.
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of the bounds, in (0, 1).
     basis : str, default "observed"
         Label of where the numbers come from.
@@ -274,13 +309,13 @@ def node_failure_rate(
     --------
     Llama 3: 419 unexpected interruptions on 2,048 nodes in 54 days:
 
-    >>> r = node_failure_rate(419, 2048 * 54 * 24, confidence=0.95)
+    >>> r = node_failure_rate(419, node_hours=2048 * 54 * 24, confidence=0.95)
     >>> f"{r.failures_per_node_day:.3e} [{r.lower:.3e}, {r.upper:.3e}]"
     '3.789e-03 [3.435e-03, 4.169e-03]'
     """
     node_days = float(node_hours) / 24.0 if isinstance(node_hours, int | float) else 0
-    rate, lower, upper = failure_rate_bounds(
-        n_failures, node_days, confidence=confidence
+    rate, lower, upper, _ = failure_rate_bounds(
+        n_failures, exposure=node_days, confidence=confidence
     )
     return NodeFailureRate(
         n_failures=int(n_failures),
@@ -298,7 +333,7 @@ def job_mttf_by_size(
     interruptions: pl.DataFrame,
     *,
     causes: Sequence[str] = INFRA_CAUSES,
-    confidence: float = 0.9,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> pl.DataFrame:
     r"""Measure the job mean time to failure per GPU-count bucket.
 
@@ -313,7 +348,7 @@ def job_mttf_by_size(
     causes : sequence of str, default ("hardware", "network", "infrastructure")
         Causes that count as a failure of the job (the default: failures of the
         infrastructure, not of the job's own code).
-    confidence : float, default 0.9
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of the bounds, in (0, 1).
 
     Returns
@@ -325,8 +360,9 @@ def job_mttf_by_size(
         the summed run time of the attempts, censored ones included),
         ``mttf_h`` (exposure_h / n_failures; null without a failure),
         ``mttf_lower_h``, ``mttf_upper_h`` (exact chi-square bounds,
-        time-terminated), ``mttf_lower_one_sided_h`` and ``basis`` =
-        ``"observed"``. Attempts with no GPU count are left out.
+        time-terminated), ``mttf_lower_one_sided_h``, ``confidence`` (the
+        level of the bounds) and ``basis`` = ``"observed"``. Attempts with no
+        GPU count are left out.
 
     Raises
     ------
@@ -411,7 +447,11 @@ def job_mttf_by_size(
     for g, n_att, n_fail, hours in grouped.select(
         "gpus_max", "n_attempts", "n_failures", "exposure_h"
     ).iter_rows():
-        b = mtbf_bounds(n_fail, hours, confidence=confidence) if hours > 0 else None
+        b = (
+            mtbf_bounds(n_fail, exposure_h=hours, confidence=confidence)
+            if hours > 0
+            else None
+        )
         rows.append(
             {
                 "gpus_min": g // 2 + 1 if g > 1 else 1,
@@ -423,6 +463,7 @@ def job_mttf_by_size(
                 "mttf_lower_h": None if b is None else b.lower_h,
                 "mttf_upper_h": None if b is None else b.upper_h,
                 "mttf_lower_one_sided_h": None if b is None else b.lower_one_sided_h,
+                "confidence": float(confidence),
                 "basis": "observed",
             }
         )
@@ -438,6 +479,7 @@ def job_mttf_by_size(
             "mttf_lower_h": pl.Float64,
             "mttf_upper_h": pl.Float64,
             "mttf_lower_one_sided_h": pl.Float64,
+            "confidence": pl.Float64,
             "basis": pl.String,
         },
         orient="row",

@@ -30,10 +30,12 @@ def test_ref_failure_counts_by_root_cause(lanl_tables: Tables) -> None:
 
 
 def test_mtbf_bounds_match_the_chi_square_formula(lanl_tables: Tables) -> None:
-    """Each row's bounds are metrics.mtbf_bounds(r, T) (Epstein & Sobel 1953)."""
+    """Each row's bounds are metrics.mtbf_bounds(r, exposure_h=T) (Epstein & Sobel 1953)."""
     out = answers.mtbf_by(*lanl_tables, by=["system"], confidence=0.9)
     for row in out.iter_rows(named=True):
-        b = metrics.mtbf_bounds(row["n_failures"], row["exposure_h"], confidence=0.9)
+        b = metrics.mtbf_bounds(
+            row["n_failures"], exposure_h=row["exposure_h"], confidence=0.9
+        )
         assert row["mtbf_h"] == pytest.approx(row["exposure_h"] / row["n_failures"])
         assert (row["mtbf_lower_h"], row["mtbf_upper_h"]) == pytest.approx(
             (b.lower_h, b.upper_h)

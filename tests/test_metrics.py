@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from relkit.errors import InsufficientDataError, InvalidParameterError, SchemaError
 from relkit.metrics import (
+    DEFAULT_CONFIDENCE,
     MTBFBounds,
     failure_rate_bounds,
     mtbf,
@@ -26,6 +27,7 @@ MTBF_OUT = [
     "mttr_h",
     "failures_per_1000_node_days",
     "availability_frac",
+    "confidence",
 ]
 
 # ---------------------------------------------------------------- reference values
@@ -37,13 +39,13 @@ def test_ref_mtbf_bounds_chi_square() -> None:
     Source: shared/reference/README.md (time-terminated chi-square bounds,
     Epstein & Sobel 1953, doi:10.1080/01621459.1953.10483491; MIL-HDBK-781A).
     """
-    b = mtbf_bounds(7, 14980.0, confidence=0.9)
+    b = mtbf_bounds(7, exposure_h=14980.0, confidence=0.9)
     assert b.mtbf_h == pytest.approx(2140.0, rel=1e-15)
     assert round(b.lower_h, 1) == 1139.3
     assert round(b.upper_h, 1) == 4559.7
     # one-sided 90 % lower = two-sided 80 % lower
     assert b.lower_one_sided_h == pytest.approx(
-        mtbf_bounds(7, 14980.0, confidence=0.8).lower_h, rel=1e-14
+        mtbf_bounds(7, exposure_h=14980.0, confidence=0.8).lower_h, rel=1e-14
     )
     assert b.to_dict()["mtbf_h"] == b.mtbf_h
 
@@ -53,7 +55,7 @@ def test_ref_llama3_garwood_rate() -> None:
     [3.435e-3, 4.169e-3] per node-day, exact Poisson 95 % (Garwood 1936,
     doi:10.1093/biomet/28.3-4.437; shared/reference/README.md).
     """
-    rate, lo, hi = failure_rate_bounds(419, 2048 * 54, confidence=0.95)
+    rate, lo, hi, _ = failure_rate_bounds(419, exposure=2048 * 54, confidence=0.95)
     assert f"{rate:.3e}" == "3.789e-03"
     assert f"{lo:.3e}" == "3.435e-03"
     assert f"{hi:.3e}" == "4.169e-03"
@@ -62,8 +64,13 @@ def test_ref_llama3_garwood_rate() -> None:
 def test_ref_garwood_zero_and_textbook() -> None:
     """Garwood 95 % limits for n = 0 are [0, 3.689] and for n = 1 [0.0253, 5.572]
     (the classic exact Poisson table, e.g. Garwood 1936 Table 2)."""
-    assert failure_rate_bounds(0, 1.0) == (0.0, 0.0, pytest.approx(3.6889, abs=1e-4))
-    _, lo, hi = failure_rate_bounds(1, 1.0)
+    assert failure_rate_bounds(0, exposure=1.0) == (
+        0.0,
+        0.0,
+        pytest.approx(3.6889, abs=1e-4),
+        0.95,
+    )
+    _, lo, hi, _ = failure_rate_bounds(1, exposure=1.0)
     assert lo == pytest.approx(0.0253, abs=1e-4)
     assert hi == pytest.approx(5.5716, abs=1e-4)
 
@@ -71,10 +78,19 @@ def test_ref_garwood_zero_and_textbook() -> None:
 def test_ref_mttf_at_scale() -> None:
     """Kokolis et al. 2025 (arXiv:2410.21680): at r_f = 6.50e-3 per node-day,
     16,384 GPUs -> 1.803 h (paper: 1.8 h); 131,072 GPUs -> 0.2254 h (0.23 h)."""
-    assert round(mttf_at_scale_h(6.5e-3, 16384 // 8), 3) == 1.803
-    assert round(mttf_at_scale_h(6.5e-3, 131072 // 8), 4) == 0.2254
+    assert (
+        round(mttf_at_scale_h(failures_per_node_day=6.5e-3, n_nodes=16384 // 8), 3)
+        == 1.803
+    )
+    assert (
+        round(mttf_at_scale_h(failures_per_node_day=6.5e-3, n_nodes=131072 // 8), 4)
+        == 0.2254
+    )
     # the observed 7.9 h at 1,024 GPUs is not on the curve: it gives 28.85 h
-    assert round(mttf_at_scale_h(6.5e-3, 1024 // 8), 2) == 28.85
+    assert (
+        round(mttf_at_scale_h(failures_per_node_day=6.5e-3, n_nodes=1024 // 8), 2)
+        == 28.85
+    )
 
 
 #: C15 (shared/cases/C15-degenerate-survival-fits.csv): per-unit hours and failed.
@@ -92,13 +108,13 @@ def test_ref_c15_exponential_fallback_bounds() -> None:
     xid79 T = 40,825 h, one failure -> point 40,825 h, lower 10,495.6 h; ib_link
     50 h -> 12.85 h; nvlink_fatal 0 failures in 600 h -> lower 260.58 h only.
     """
-    xid79 = mtbf_bounds(1, 40825.0, confidence=0.9)
+    xid79 = mtbf_bounds(1, exposure_h=40825.0, confidence=0.9)
     assert xid79.mtbf_h == 40825.0
     assert round(xid79.lower_one_sided_h, 1) == 10495.6
-    ib = mtbf_bounds(1, 50.0, confidence=0.9)
+    ib = mtbf_bounds(1, exposure_h=50.0, confidence=0.9)
     assert (ib.mtbf_h, round(ib.lower_one_sided_h, 2)) == (50.0, 12.85)
-    nv = mtbf_bounds(0, 600.0, confidence=0.9)
-    assert nv == MTBFBounds(None, None, None, pytest.approx(260.58, abs=5e-3))
+    nv = mtbf_bounds(0, exposure_h=600.0, confidence=0.9)
+    assert nv == MTBFBounds(None, None, None, pytest.approx(260.58, abs=5e-3), 0.9)
 
 
 def test_ref_c15_through_mtbf_frame() -> None:
@@ -165,8 +181,9 @@ def test_mtbf_failure_attribute_crossed_with_system(fleet) -> None:
     """failure_mode (failure attribute) x system (unit attribute): the observed
     modes are crossed with every system, so s2/software is a zero-failure row."""
     failures, exposure = fleet
-    out = mtbf(failures, exposure, by=["system", "failure_mode"])
+    out = mtbf(failures, exposure, by=["system", "failure_mode"], confidence=0.9)
     assert out.columns == ["system", "failure_mode", *MTBF_OUT]
+    assert out["confidence"].to_list() == [0.9] * 4
     assert out.select("system", "failure_mode", "n_failures").rows() == [
         ("s1", "hardware/cpu", 2),
         ("s1", "software/other_software", 1),
@@ -196,7 +213,7 @@ def test_mtbf_rows_agree_with_mtbf_bounds(fleet) -> None:
     failures, exposure = fleet
     out = mtbf(failures, exposure, by="system", confidence=0.8)
     for row in out.to_dicts():
-        b = mtbf_bounds(row["n_failures"], row["exposure_h"], confidence=0.8)
+        b = mtbf_bounds(row["n_failures"], exposure_h=row["exposure_h"], confidence=0.8)
         assert row["mtbf_h"] == pytest.approx(b.mtbf_h, rel=1e-14)
         assert row["mtbf_lower_h"] == pytest.approx(b.lower_h, rel=1e-14)
         assert row["mtbf_upper_h"] == pytest.approx(b.upper_h, rel=1e-14)
@@ -267,39 +284,39 @@ def test_invalid_failure_count(bad: object) -> None:
     with pytest.raises(
         InvalidParameterError, match="n_failures must be a whole number"
     ):
-        mtbf_bounds(bad, 100.0)  # type: ignore[arg-type]
+        mtbf_bounds(bad, exposure_h=100.0)  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match="n_failures"):
-        failure_rate_bounds(bad, 100.0)  # type: ignore[arg-type]
+        failure_rate_bounds(bad, exposure=100.0)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("bad", [0.0, -5.0, float("nan"), float("inf"), None], ids=repr)
 def test_invalid_exposure(bad: object) -> None:
     with pytest.raises(InvalidParameterError, match=r"exposure_h must be a finite"):
-        mtbf_bounds(3, bad)  # type: ignore[arg-type]
+        mtbf_bounds(3, exposure_h=bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidParameterError, match=r"exposure must be a finite"):
-        failure_rate_bounds(3, bad)  # type: ignore[arg-type]
+        failure_rate_bounds(3, exposure=bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 90, float("nan")], ids=repr)
 def test_invalid_confidence(bad: float) -> None:
     with pytest.raises(InvalidParameterError, match=r"strictly between 0 and 1"):
-        mtbf_bounds(3, 100.0, confidence=bad)
+        mtbf_bounds(3, exposure_h=100.0, confidence=bad)
 
 
 def test_mttf_at_scale_errors() -> None:
     with pytest.raises(InvalidParameterError, match="failures_per_node_day"):
-        mttf_at_scale_h(0.0, 10)
+        mttf_at_scale_h(failures_per_node_day=0.0, n_nodes=10)
     with pytest.raises(
         InvalidParameterError, match="n_nodes must be a whole number >= 1"
     ):
-        mttf_at_scale_h(1e-3, 0)
+        mttf_at_scale_h(failures_per_node_day=1e-3, n_nodes=0)
 
 
 def test_numpy_integer_count_accepted() -> None:
     import numpy as np
 
-    assert mtbf_bounds(np.int64(7), 14980.0).mtbf_h == 2140.0
-    assert mtbf_bounds(7.0, 14980.0).mtbf_h == 2140.0
+    assert mtbf_bounds(np.int64(7), exposure_h=14980.0).mtbf_h == 2140.0
+    assert mtbf_bounds(7.0, exposure_h=14980.0).mtbf_h == 2140.0
 
 
 # ---------------------------------------------------------------- properties
@@ -312,14 +329,14 @@ def test_numpy_integer_count_accepted() -> None:
     c=st.floats(0.01, 0.999),
 )
 def test_prop_lower_point_upper_ordered(r: int, t: float, c: float) -> None:
-    b = mtbf_bounds(r, t, confidence=c)
+    b = mtbf_bounds(r, exposure_h=t, confidence=c)
     assert b.lower_one_sided_h > 0
     if r == 0:
         assert (b.mtbf_h, b.lower_h, b.upper_h) == (None, None, None)
     else:
         assert b.lower_h <= b.mtbf_h <= b.upper_h
         assert b.lower_h <= b.lower_one_sided_h  # two-sided tail is (1-c)/2
-    rate, lo, hi = failure_rate_bounds(r, t, confidence=c)
+    rate, lo, hi, _ = failure_rate_bounds(r, exposure=t, confidence=c)
     assert lo <= rate <= hi
     if r > 0:  # Garwood and chi-square MTBF bounds are the same interval, inverted
         assert hi == pytest.approx(1 / b.lower_h, rel=1e-10)
@@ -334,9 +351,12 @@ def test_prop_lower_point_upper_ordered(r: int, t: float, c: float) -> None:
 )
 def test_prop_mtbf_scales_with_exposure_unit(r: int, t: float, k: float) -> None:
     """Changing the time unit of T by k scales every MTBF figure by k."""
-    a = mtbf_bounds(r, t)
-    b = mtbf_bounds(r, t * k)
-    for x, y in zip(a.to_dict().values(), b.to_dict().values(), strict=True):
+    a = mtbf_bounds(r, exposure_h=t)
+    b = mtbf_bounds(r, exposure_h=t * k)
+    assert a.confidence == b.confidence == DEFAULT_CONFIDENCE  # a level, no unit
+    hours = [v for k_, v in a.to_dict().items() if k_ != "confidence"]
+    scaled = [v for k_, v in b.to_dict().items() if k_ != "confidence"]
+    for x, y in zip(hours, scaled, strict=True):
         if x is None:
             assert y is None
         else:

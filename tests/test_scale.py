@@ -14,7 +14,7 @@ def test_ref_kokolis_projection() -> None:
     """shared/reference/README.md: MTTF(N) = 1/(N_nodes r_f) at r_f = 6.50e-3 per
     node-day gives 1.803 h at 16,384 GPUs and 0.2254 h at 131,072 (Kokolis et
     al., arXiv:2410.21680: 1.8 h and 0.23 h); 28.85 h at 1,024 GPUs."""
-    out = scale_projection(6.5e-3, [1024, 16384, 131072])
+    out = scale_projection(failures_per_node_day=6.5e-3, gpus=[1024, 16384, 131072])
     assert out["mttf_h"].round(4).to_list() == [28.8462, 1.8029, 0.2254]
     assert out["n_nodes"].to_list() == [128, 2048, 16384]
     assert out["basis"].unique().to_list() == ["projected"]
@@ -22,22 +22,24 @@ def test_ref_kokolis_projection() -> None:
 
 
 def test_projection_bounds_from_rate_bounds() -> None:
-    out = scale_projection(6.5e-3, 16384, rate_lower=5e-3, rate_upper=8e-3)
+    out = scale_projection(
+        failures_per_node_day=6.5e-3, gpus=16384, rate_lower=5e-3, rate_upper=8e-3
+    )
     row = out.row(0, named=True)
     assert row["mttf_lower_h"] == pytest.approx(24 / (2048 * 8e-3))
     assert row["mttf_upper_h"] == pytest.approx(24 / (2048 * 5e-3))
     with pytest.raises(InvalidParameterError, match="rate_upper"):
-        scale_projection(6.5e-3, 16384, rate_upper=1e-3)
+        scale_projection(failures_per_node_day=6.5e-3, gpus=16384, rate_upper=1e-3)
     with pytest.raises(InvalidParameterError, match="gpus"):
-        scale_projection(6.5e-3, [0])
+        scale_projection(failures_per_node_day=6.5e-3, gpus=[0])
     with pytest.raises(InvalidParameterError):
-        scale_projection(0.0, 8)
+        scale_projection(failures_per_node_day=0.0, gpus=8)
 
 
 def test_ref_llama3_rate() -> None:
     """shared/reference/README.md: Llama 3 rate, exact Poisson (Garwood) 95 %:
     3.789e-3 [3.435e-3, 4.169e-3] failures per node-day."""
-    r = node_failure_rate(419, 2048 * 54 * 24, confidence=0.95)
+    r = node_failure_rate(419, node_hours=2048 * 54 * 24, confidence=0.95)
     assert r.failures_per_node_day == pytest.approx(3.789e-3, abs=5e-7)
     assert r.lower == pytest.approx(3.435e-3, abs=5e-7)
     assert r.upper == pytest.approx(4.169e-3, abs=5e-7)
@@ -85,6 +87,9 @@ def test_projection_size_range_and_rate_unit_warning() -> None:
     from relkit.scale import MAX_GPUS
 
     with pytest.raises(InvalidParameterError, match="100,000,000"):
-        scale_projection(6.5e-3, [MAX_GPUS + 1])
-    with pytest.warns(RelkitWarning, match="pass 0.0065"):
-        scale_projection(6.5, [1024])
+        scale_projection(failures_per_node_day=6.5e-3, gpus=[MAX_GPUS + 1])
+    with pytest.warns(
+        RelkitWarning,
+        match="pass 0.0065 per node-day or failures_per_1000_node_days=6.5",
+    ):
+        scale_projection(failures_per_node_day=6.5, gpus=[1024])

@@ -213,7 +213,7 @@ def _rate_check(seed: int, cfg: SimConfig) -> dict[str, bool]:
             if r["job_dependent"]
             else fleet_h
         )
-        _, lo, hi = failure_rate_bounds(n, exposure, confidence=0.95)
+        _, lo, hi, _ = failure_rate_bounds(n, exposure=exposure, confidence=0.95)
         out[r["failure_mode"]] = lo <= r["rate_per_node_h"] <= hi
     return out
 
@@ -258,7 +258,7 @@ def test_recover_llama3_mtbf_by_mode_matches_injected_rates() -> None:
     exposure_h = res["exposure_h"].max()
     for r in joined.iter_rows(named=True):
         n = r["n_failures"] or 0
-        _, lo, hi = failure_rate_bounds(n, exposure_h, confidence=0.99)
+        _, lo, hi, _ = failure_rate_bounds(n, exposure=exposure_h, confidence=0.99)
         assert lo <= r["rate_per_node_h"] <= hi, r
         if n:  # relkit's MTBF bounds say the same
             mtbf = 1.0 / r["rate_per_node_h"]

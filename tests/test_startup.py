@@ -105,7 +105,7 @@ def test_public_name_resolves_and_computes() -> None:
 
     from relkit import mtbf_bounds
 
-    b = relkit.mtbf_bounds(7, 14980.0, confidence=0.9)
+    b = relkit.mtbf_bounds(7, exposure_h=14980.0, confidence=0.9)
     assert mtbf_bounds is relkit.mtbf_bounds
     assert b.mtbf_h == pytest.approx(14980.0 / 7)
     assert b.lower_h == pytest.approx(2 * 14980.0 / chi2.ppf(0.95, 16))

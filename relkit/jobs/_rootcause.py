@@ -346,7 +346,7 @@ def interruption_summary(
     n_all = n + counts["planned"]
     mtbi = lower = upper = None
     if hours > 0 and n > 0:
-        b = mtbf_bounds(n, hours, confidence=confidence)
+        b = mtbf_bounds(n, exposure_h=hours, confidence=confidence)
         mtbi, lower, upper = b.mtbf_h, b.lower_h, b.upper_h
     return InterruptionSummary(
         n_unexpected=n,

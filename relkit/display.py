@@ -1,0 +1,72 @@
+"""How relkit's result objects show themselves in Jupyter (small HTML tables).
+
+Imports only the standard library, so any room may use it.
+"""
+
+import html
+import math
+from collections.abc import Mapping
+
+__all__ = ["format_value", "html_table"]
+
+
+def format_value(value: object) -> str:
+    """Format one value for reading: floats to 4 significant digits, ints with commas.
+
+    Parameters
+    ----------
+    value : object
+        A number, string, None or anything with a ``str``.
+
+    Returns
+    -------
+    str
+        The text shown in a table cell (None shows as an em dash).
+
+    Examples
+    --------
+    >>> format_value(2140.0), format_value(12345), format_value(None)
+    ('2,140', '12,345', '—')
+    """
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        return f"{value:,.4g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.4g}"
+    return str(value)
+
+
+def html_table(title: str, fields: Mapping[str, object]) -> str:
+    """Return a two-column HTML table (field, value) with a caption.
+
+    Parameters
+    ----------
+    title : str
+        The caption.
+    fields : mapping of str to object
+        Field names and values, shown in the given order.
+
+    Returns
+    -------
+    str
+        An HTML ``<table>``, values escaped and formatted by :func:`format_value`.
+
+    Examples
+    --------
+    >>> html_table("t", {"mtbf_h": 2.5})  # doctest: +ELLIPSIS
+    '<table class="relkit-result"><caption>t</caption>...<td>2.5</td></tr></table>'
+    """
+    rows = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
+        f"<td>{html.escape(format_value(v))}</td></tr>"
+        for k, v in fields.items()
+    )
+    return (
+        f'<table class="relkit-result"><caption>{html.escape(title)}</caption>'
+        f"{rows}</table>"
+    )
