@@ -451,7 +451,9 @@ def add_goodput_verbs(
     p.add_argument(
         "--gpus", required=True, help="GPU counts, comma-separated, e.g. 16384,131072"
     )
-    p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument(
+        "--gpus-per-node", type=int, default=8, help="GPUs per node (default: 8)"
+    )
     p.add_argument("--failure-rate", help="failures per node-day (r_f), list allowed")
     p.add_argument("--restart-h", help="restart overhead u0, hours, list allowed")
     p.add_argument("--cost-h", help="blocking checkpoint write w, hours, list allowed")

@@ -194,7 +194,13 @@ def add_hazards_verbs(
         "--failure-mode",
         help="only this failure mode (e.g. gpu/hang) or root cause (e.g. gpu)",
     )
-    p.add_argument("--model", choices=("cox", "weibull-aft"), default="cox")
+    p.add_argument(
+        "--model",
+        choices=("cox", "weibull-aft"),
+        default="cox",
+        help="Cox proportional hazards or a Weibull accelerated failure time "
+        "model (default: cox)",
+    )
     p.add_argument(
         "--endpoint",
         choices=("first-failure", "tbf"),

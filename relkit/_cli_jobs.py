@@ -465,9 +465,16 @@ def add_job_verbs(
     p.add_argument(
         "--gpus", required=True, help="job sizes in GPUs, e.g. 1024,16384,131072"
     )
-    p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument(
+        "--gpus-per-node", type=int, default=8, help="GPUs per node (default: 8)"
+    )
     p.add_argument("--confidence", type=float, default=0.9)
-    p.add_argument("--window-min", type=float, default=10.0)
+    p.add_argument(
+        "--window-min",
+        type=float,
+        default=10.0,
+        help="incident gap window of the store's failures, min (default: 10)",
+    )
     add_format(p)
     p.set_defaults(func=lambda a: _cmd_scale(a, emit, progress))
 

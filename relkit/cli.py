@@ -1012,7 +1012,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "ettr", help="expected ETTR of a training run (Kokolis et al. 2025)"
     )
     p.add_argument("--gpus", type=int, required=True, help="GPUs in the job")
-    p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument(
+        "--gpus-per-node", type=int, default=8, help="GPUs per node (default: 8)"
+    )
     p.add_argument(
         "--failure-rate", type=float, required=True, help="failures per node-day (r_f)"
     )
