@@ -264,13 +264,14 @@ def test_closed_pipe_ends_quietly(lanl_db: Path, fmt: str) -> None:
     pipe holds, so writing goes on after the reader has gone. No traceback, no
     "Exception ignored" line; the exit code is 141 (128 + SIGPIPE) or, when
     everything fitted in the pipe before it closed, 0."""
+    argv = ["events", "--db", str(lanl_db), "--format", fmt]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "relkit", "events", "--db", str(lanl_db)]
-        + ["--format", fmt],
+        [sys.executable, "-m", "relkit", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout is not None
+    assert proc.stderr is not None
     first = proc.stdout.readline()
     proc.stdout.close()
     err = proc.stderr.read().decode()
@@ -370,7 +371,8 @@ def _holder(db: str, mode: str) -> subprocess.Popen[str]:
 
 
 def _release(proc: subprocess.Popen[str]) -> None:
-    assert proc.stdin is not None and proc.stdout is not None
+    assert proc.stdin is not None
+    assert proc.stdout is not None
     proc.stdin.write("\n")
     proc.stdin.close()
     proc.wait(timeout=60)
