@@ -10,14 +10,20 @@ channel instead of disappearing.
 import html
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import polars as pl
 
 from relkit import _html, answers, charts, survival
+from relkit._report_common import ReportContext, Sections
+from relkit.answers import STORE_TABLES
 from relkit.errors import RelkitError, RelkitWarning
 from relkit.observation import Observation
 
-__all__ = ["survival_sections"]
+__all__ = ["MIN_FAILURES", "survival_sections"]
+
+#: Fewer failures than this leave the survival sections out, with the reason.
+MIN_FAILURES = 3
 
 #: More failure modes than this are grouped by their root cause.
 _MAX_MODES = 20
@@ -70,6 +76,7 @@ def _per_mode(
     col: str,
     tables: dict[str, pl.DataFrame],
     progress: Callable[[str], None],
+    chart: Callable[[Any, str], str],
 ) -> str:
     progress(f"lifetime models of each node's time between failures per {col}")
     fits = answers.survival_by(**st, by=[col], unit="node", all_models=True)
@@ -117,16 +124,16 @@ def _per_mode(
         "model with an interior maximum (all rows in "
         "tables/survival_by_mode_all_models.csv).</p>"
         + _html.table_html(shown)
-        + _html.chart_div(
+        + chart(
             charts.hazard_chart(
                 curves, color=col, title="Fitted hazard per mode (best model)"
-            ).to_dict(),
+            ),
             "mode-hazard",
         )
-        + _html.chart_div(
+        + chart(
             charts.kaplan_meier_chart(
                 km, color=col, title="Time between failures per mode (Kaplan-Meier)"
-            ).to_dict(),
+            ),
             "mode-km",
         )
     )
@@ -138,6 +145,7 @@ def _competing(
     col: str,
     tables: dict[str, pl.DataFrame],
     progress: Callable[[str], None],
+    chart: Callable[[Any, str], str],
 ) -> str:
     progress(f"cumulative incidence of each node's first failure by {col}")
     groups = _systems(obs)
@@ -157,12 +165,12 @@ def _competing(
         )
         tables["cumulative_incidence_by_system"] = risks.cumulative_incidence
     n_modes = max(whole.cumulative_incidence["failure_mode"].n_unique(), 1)
-    chart = _html.chart_div(
+    cif = chart(
         charts.cumulative_incidence_chart(
             whole.cumulative_incidence,
             title="Cumulative incidence of the first failure, by mode",
             max_points=max(_CHART_POINTS // n_modes - 1, 2),
-        ).to_dict(),
+        ),
         "cif",
     )
     gray = ""
@@ -187,7 +195,7 @@ def _competing(
             if min_events
             else "</p>"
         )
-        + chart
+        + cif
         + _html.table_html(
             last.select(
                 "failure_mode", "time_h", "cumulative_incidence", "lower", "upper"
@@ -206,6 +214,7 @@ def _covariate_section(
     obs: Observation,
     tables: dict[str, pl.DataFrame],
     progress: Callable[[str], None],
+    chart: Callable[[Any, str], str],
 ) -> str:
     covariates = _covariates(obs)
     if not covariates:
@@ -254,10 +263,10 @@ def _covariate_section(
     if ratios:
         both = pl.concat(ratios, how="diagonal_relaxed")
         tables["hazard_ratios"] = both
-        body += _html.chart_div(
+        body += chart(
             charts.hazard_ratio_forest_chart(
                 both, title="Hazard ratios against the reference level"
-            ).to_dict(),
+            ),
             "forest",
         )
         tables["hazard_checks"] = pl.DataFrame(checks)
@@ -283,6 +292,7 @@ def _trend(
     obs: Observation,
     tables: dict[str, pl.DataFrame],
     progress: Callable[[str], None],
+    chart: Callable[[Any, str], str],
 ) -> str:
     by = _systems(obs)
     progress("trend tests and Crow-AMSAA per " + (by[0] if by else "fleet"))
@@ -327,12 +337,12 @@ def _trend(
         "falls (improving) and above 1 when it rises (deteriorating). The "
         "current MTBF is the power law's at the end of the data.</p>"
         + _html.table_html(shown)
-        + _html.chart_div(
+        + chart(
             charts.mcf_chart(
                 mcf,
                 color=by[0] if by else None,
                 title="Mean cumulative failures per node over age",
-            ).to_dict(),
+            ),
             "mcf",
         )
         + "<p>MTBF per calendar quarter (UTC; all quarters in "
@@ -344,6 +354,7 @@ def _lemons(
     st: dict[str, pl.DataFrame],
     tables: dict[str, pl.DataFrame],
     progress: Callable[[str], None],
+    chart: Callable[[Any, str], str],
 ) -> str:
     progress("lemon nodes (exact Poisson tail, Benjamini-Hochberg)")
     found = answers.lemons(**st)
@@ -355,62 +366,76 @@ def _lemons(
         "false-discovery rate of 5 % (exact Poisson upper tail, "
         "Benjamini-Hochberg 1995, doi:10.1111/j.2517-6161.1995.tb02031.x). "
         "Repeats within a burst count once.</p>"
-        + _html.chart_div(
-            charts.lemon_ranking_chart(
-                found, title="Nodes ranked by evidence"
-            ).to_dict(),
+        + chart(
+            charts.lemon_ranking_chart(found, title="Nodes ranked by evidence"),
             "lemons",
         )
         + _html.table_html(found.head(_LEMONS_SHOWN))
     )
 
 
-def survival_sections(
-    st: dict[str, pl.DataFrame],
-    obs: Observation,
-    tables: dict[str, pl.DataFrame],
-    *,
-    progress: Callable[[str], None],
-) -> list[tuple[str, str]]:
+def survival_sections(ctx: ReportContext) -> Sections:
     """Build the report's sections on survival, risks, trends and lemons.
 
     Parameters
     ----------
-    st : dict of str to pl.DataFrame
-        :func:`relkit.answers.store_tables` of the store.
-    obs : relkit.observation.Observation
-        :func:`relkit.observation.observe` of the same tables.
-    tables : dict of str to pl.DataFrame
-        The report's CSV tables; each section adds its own.
-    progress : callable
-        Told each step, and each section that could not be computed.
+    ctx : ReportContext
+        The report's context: ``ctx.st`` (the store's ``events``, ``assets``,
+        ``sources``, ``log_spans``, ``failure_modes``; job tables are not
+        read), ``ctx.obs`` (failures and units at risk). Each section adds its
+        CSV tables to ``ctx.tables`` and tells ``ctx.progress`` each step and
+        each section that could not be computed.
 
     Returns
     -------
-    list of (str, str)
-        (title, HTML body) per section: survival and hazard per failure mode,
-        competing risks, covariates, trends and repairable systems, lemon
-        nodes. A section that cannot be computed holds the reason.
+    list of (str, str) or str
+        (title, HTML body) per section: survival and hazard per failure mode
+        (``failure_mode``, or ``root_cause`` where there are more than 20
+        modes, as in LANL), competing risks of the first failure (cumulative
+        incidence), covariates (Cox), trends and repairable systems (Laplace,
+        MIL-HDBK-189, Crow-AMSAA, MCF), lemon nodes. A section that cannot be
+        computed holds the reason. The one-line reason instead when fewer than
+        :data:`MIN_FAILURES` failures are counted.
+
+    Notes
+    -----
+    The computations and their sources are those of
+    :func:`relkit.answers.survival_by`, :func:`relkit.answers.competing_risks_by`
+    (Aalen-Johansen; Gray 1988, doi:10.1214/aos/1176350951),
+    :func:`relkit.answers.hazards_by` (Cox, Efron ties),
+    :func:`relkit.answers.trend_by`, :func:`relkit.answers.mcf_by` and
+    :func:`relkit.answers.lemons` (exact Poisson tail, Benjamini-Hochberg 1995,
+    doi:10.1111/j.2517-6161.1995.tb02031.x).
     """
+    st = {k: v for k, v in ctx.st.items() if k in STORE_TABLES}
+    obs, tables, progress = ctx.obs, ctx.tables, ctx.progress
+    n_failures = obs.failures.height
+    if n_failures < MIN_FAILURES:
+        return (
+            f"only {n_failures} failure(s) counted in the store, too few for "
+            f"survival curves, cumulative incidence or trends (at least "
+            f"{MIN_FAILURES}): ingest failure logs (relkit ingest --kind kernel, "
+            "--kind lanl or --kind events)"
+        )
     col = _mode_column(st["events"])
     builders: list[tuple[str, Callable[[], str]]] = [
         (
             f"Survival and hazard per {col.replace('_', ' ')}",
-            lambda: _per_mode(st, col, tables, progress),
+            lambda: _per_mode(st, col, tables, progress, ctx.chart),
         ),
         (
             "Competing risks: the first failure's mode",
-            lambda: _competing(st, obs, col, tables, progress),
+            lambda: _competing(st, obs, col, tables, progress, ctx.chart),
         ),
         (
             "Which groups fail sooner (covariates)",
-            lambda: _covariate_section(st, obs, tables, progress),
+            lambda: _covariate_section(st, obs, tables, progress, ctx.chart),
         ),
         (
             "Trends: is the failure rate falling?",
-            lambda: _trend(st, obs, tables, progress),
+            lambda: _trend(st, obs, tables, progress, ctx.chart),
         ),
-        ("Lemon nodes", lambda: _lemons(st, tables, progress)),
+        ("Lemon nodes", lambda: _lemons(st, tables, progress, ctx.chart)),
     ]
     sections = []
     for title, build in builders:

@@ -1,4 +1,5 @@
-"""The report's sections on survival per failure mode (issue 12 §6), on LANL.
+"""The report's sections on survival per failure mode (issue 12 §6, issue 14 §2),
+on LANL and on a GPU kernel-log store (the bundled simulated run).
 
 Values are the ones the library answers give on the same store (measured and
 pinned in the library's own tests: tests/test_competing.py, tests/test_hazards.py,
@@ -11,11 +12,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from report_stores import context, synthetic_store, synthetic_truth
+from scipy import stats
 
-from relkit import answers, survival
-from relkit._report_survival import survival_sections
+from relkit import answers, charts, survival
+from relkit._report_survival import MIN_FAILURES, survival_sections
 from relkit.ingest import read_file
-from relkit.observation import observe
 from relkit.store import Store
 
 TITLES = [
@@ -30,11 +32,11 @@ TITLES = [
 @pytest.fixture(scope="module")
 def lanl_report(lanl_db: Path):
     with Store(lanl_db, read_only=True) as store:
-        st = answers.store_tables(store)
-    tables: dict[str, pl.DataFrame] = {}
-    said: list[str] = []
-    sections = survival_sections(st, observe(**st), tables, progress=said.append)
-    return st, sections, tables, said
+        ctx, said = context(store)
+        with charts.enable_theme():
+            sections = survival_sections(ctx)
+    st = {k: v for k, v in ctx.st.items() if k in answers.STORE_TABLES}
+    return st, sections, ctx.tables, said
 
 
 def test_sections_and_their_tables(lanl_report):
@@ -144,10 +146,10 @@ def test_a_section_that_cannot_be_computed_says_why(tmp_path):
     )
     with Store(tmp_path / "s.duckdb") as store:
         read_file(store, csv, kind="events")
-        st = answers.store_tables(store)
-    tables: dict[str, pl.DataFrame] = {}
-    said: list[str] = []
-    sections = dict(survival_sections(st, observe(**st), tables, progress=said.append))
+        ctx, said = context(store)
+        with charts.enable_theme():
+            sections = dict(survival_sections(ctx))
+    tables = ctx.tables
     assert len(sections) == 5
     competing = sections["Competing risks: the first failure's mode"]
     assert competing.startswith("<p>Not computed:")
@@ -156,3 +158,95 @@ def test_a_section_that_cannot_be_computed_says_why(tmp_path):
     assert "nothing to compare" in sections["Which groups fail sooner (covariates)"]
     assert "no time at risk" in sections["Lemon nodes"]
     assert "cumulative_incidence" not in tables
+
+
+@pytest.fixture(scope="module")
+def gpu_report(tmp_path_factory: pytest.TempPathFactory):
+    db = synthetic_store(tmp_path_factory.mktemp("gpu") / "s.duckdb")
+    with Store(db, read_only=True) as store:
+        ctx, said = context(store)
+        with charts.enable_theme():
+            sections = survival_sections(ctx)
+    return ctx, sections, said
+
+
+def test_gpu_store_per_failure_mode(gpu_report):
+    """A GPU kernel-log store has a dozen modes, so they are kept as
+    failure_mode (not root_cause); every section is computed, its charts are
+    placed with titles, and the per-mode counts are the observed gaps of the
+    survival table per failure_mode."""
+    ctx, sections, said = gpu_report
+    assert [t for t, _ in sections] == [
+        "Survival and hazard per failure mode",
+        *TITLES[1:],
+    ]
+    for title, body in sections:
+        assert "Not computed" not in body, title
+    assert not [m for m in said if m.startswith("warning:")]
+    specs = dict(ctx.charts)
+    assert set(specs) == {"mode-hazard", "mode-km", "cif", "forest", "mcf", "lemons"}
+    assert all(spec.get("title") for spec in specs.values())
+    st = {k: v for k, v in ctx.st.items() if k in answers.STORE_TABLES}
+    fits = ctx.tables["survival_by_mode_all_models"]
+    assert fits["failure_mode"].str.starts_with("gpu/").any()
+    table = answers.survival_table(**st, by=["failure_mode"], unit="node")
+    observed = table.group_by("failure_mode").agg(n=pl.col("observed").sum())
+    counts = fits.group_by("failure_mode").agg(n_fit=pl.col("n_failures").first())
+    joined = observed.join(counts, on="failure_mode")
+    assert joined.height > 3
+    assert (joined["n"] == joined["n_fit"]).all()
+
+
+def test_gpu_store_cumulative_incidence_adds_up(gpu_report):
+    """The modes' cumulative incidences at the last age add up to one minus
+    the Kaplan-Meier of any first failure (lifelines-backed
+    survival.kaplan_meier on the same first-failure table)."""
+    ctx, _, _ = gpu_report
+    st = {k: v for k, v in ctx.st.items() if k in answers.STORE_TABLES}
+    cif = ctx.tables["cumulative_incidence"]
+    last = cif.group_by("failure_mode").agg(pl.all().sort_by("time_h").last())
+    n_modes = cif["failure_mode"].n_unique()
+    risks = answers.competing_risks_by(
+        **st, mode_column="failure_mode", min_events=20 if n_modes > 10 else 0
+    )
+    km = survival.kaplan_meier(risks.table.drop("failure_mode"), max_rows=10**9).sort(
+        "time_h"
+    )
+    assert last["cumulative_incidence"].sum() == pytest.approx(
+        1.0 - km["survival"][-1], abs=1e-9
+    )
+
+
+def test_gpu_store_lemons_match_the_truth(gpu_report):
+    """The simulated run injected no lemon host (ground_truth.json: lemon_hosts
+    is empty) and none is flagged at FDR 5 %; all 264 nodes are tested, and the
+    top node's p-value is the Poisson upper tail P(X >= n | expected) from
+    scipy.stats.poisson."""
+    ctx, _, _ = gpu_report
+    assert synthetic_truth()["fleet"]["lemon_hosts"] == []
+    lemons = ctx.tables["lemons"]
+    assert lemons.height == 264
+    assert not lemons["lemon"].any()
+    top = lemons.row(0, named=True)
+    tail = stats.poisson.sf(top["n_failures"] - 1, top["expected"])
+    assert top["p_value"] == pytest.approx(tail, rel=1e-9)
+    assert top["p_value"] == lemons["p_value"].min()
+
+
+def test_too_few_failures_leave_the_sections_out(tmp_path):
+    """Two failures are fewer than MIN_FAILURES (3): the reason line."""
+    csv = tmp_path / "events.csv"
+    csv.write_text(
+        "ts,host,failure_mode\n"
+        "2024-01-02T00:00:00Z,n1,hardware/cpu\n"
+        "2024-01-09T00:00:00Z,n2,software/os\n",
+        encoding="utf-8",
+    )
+    with Store(tmp_path / "s.duckdb") as store:
+        read_file(store, csv, kind="events")
+        ctx, _ = context(store)
+        reason = survival_sections(ctx)
+    assert MIN_FAILURES == 3
+    assert isinstance(reason, str)
+    assert reason.startswith("only 2 failure(s) counted")
+    assert ctx.tables == {}
