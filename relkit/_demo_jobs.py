@@ -17,19 +17,69 @@ import polars as pl
 
 from relkit.store import Store
 
+__all__ = ["ingest_simulated_run", "simulated_interruptions"]
 
-def simulated_interruptions(
-    out_dir: Path,
+
+def ingest_simulated_run(
+    store: Store,
     progress: Any,  # noqa: ANN401 - the demo's progress callable
 ) -> dict[str, Any]:
-    """Ingest the bundled simulated run, count its interruptions by cause.
+    """Ingest the bundled simulated run's raw files into a store.
 
     Parameters
     ----------
+    store : Store
+        An open, writable store (the demo's ``relkit.duckdb``).
+    progress : callable
+        Called with a short message before each long step.
+
+    Returns
+    -------
+    dict
+        The run's ``ground_truth.json`` (what was injected).
+    """
+    from relkit import datasets
+    from relkit.ingest import read_file, read_path
+
+    raw = datasets.path("synthetic")
+    truth = json.loads((raw / "ground_truth.json").read_text(encoding="utf-8"))
+    ref_date = truth["ingest"]["kernel"].split("--reference-date ")[1].split()[0]
+    progress(
+        "ingesting a simulated Llama 3-like run (datasets/synthetic): assets, "
+        "sacct dump, kernel logs, checkpoint log"
+    )
+    read_file(store, raw / "assets.csv", kind="assets")
+    read_file(store, raw / "sacct.psv", kind="sacct", tz=truth["ingest"]["sacct_tz"])
+    read_path(
+        store,
+        raw / "kernel",
+        kind="kernel",
+        tz="UTC",
+        reference_date=ref_date,
+        host_from_filename=True,
+    )
+    read_file(store, raw / "checkpoints.jsonl", kind="checkpoints")
+    return truth
+
+
+def simulated_interruptions(
+    store: Store,
+    out_dir: Path,
+    truth: dict[str, Any],
+    progress: Any,  # noqa: ANN401 - the demo's progress callable
+) -> dict[str, Any]:
+    """Count the simulated run's interruptions by cause and measure its goodput.
+
+    Parameters
+    ----------
+    store : Store
+        The store :func:`ingest_simulated_run` filled.
     out_dir : Path
-        The demo's output directory: ``jobs.duckdb``,
-        ``tables/interruptions_by_cause.csv`` and
-        ``tables/root_cause_table5.csv`` are written.
+        The demo's output directory: ``tables/interruptions_by_cause.csv``
+        (with the GPU-hours each cause lost), ``tables/root_cause_table5.csv``
+        and ``tables/simulated_run_goodput.csv`` are written.
+    truth : dict
+        The run's ``ground_truth.json``.
     progress : callable
         Called with a short message before each long step.
 
@@ -42,55 +92,24 @@ def simulated_interruptions(
         ``simulated_run_ettr`` (measured from the checkpoint log, with the
         truth) and ``checkpoint_interval`` (recommended, with bounds).
     """
-    from relkit import datasets
-    from relkit.answers import (
-        decide_checkpoints,
-        log_end,
-        run_goodput,
-    )
-    from relkit.ingest import read_file, read_path
+    from relkit.answers import decide_checkpoints, log_end, run_goodput
     from relkit.jobs import interruption_losses, job_interruptions, root_cause_table
 
-    raw = datasets.path("synthetic")
-    truth = json.loads((raw / "ground_truth.json").read_text(encoding="utf-8"))
-    ref_date = truth["ingest"]["kernel"].split("--reference-date ")[1].split()[0]
-    db = out_dir / "jobs.duckdb"
-    for leftover in (db, Path(f"{db}.wal")):
-        leftover.unlink(missing_ok=True)
-    progress(
-        "ingesting a simulated Llama 3-like run (datasets/synthetic): assets, "
-        "sacct dump, kernel logs; attributing interruptions"
+    progress("the simulated run's interruptions, goodput and checkpoint interval")
+    _, interruptions = job_interruptions(
+        store.table("jobs"),
+        store.table("job_nodes"),
+        store.table("events"),
+        end_of_log=log_end(store.table("sources")),
     )
-    with Store(db) as store:
-        read_file(store, raw / "assets.csv", kind="assets")
-        read_file(
-            store, raw / "sacct.psv", kind="sacct", tz=truth["ingest"]["sacct_tz"]
-        )
-        read_path(
-            store,
-            raw / "kernel",
-            kind="kernel",
-            tz="UTC",
-            reference_date=ref_date,
-            host_from_filename=True,
-        )
-        read_file(store, raw / "checkpoints.jsonl", kind="checkpoints")
-        _, interruptions = job_interruptions(
-            store.table("jobs"),
-            store.table("job_nodes"),
-            store.table("events"),
-            end_of_log=log_end(store.table("sources")),
-        )
-        tables = [store.table(t) for t in ("checkpoints", "jobs", "job_nodes")]
-    progress("measuring the run's goodput from its checkpoint log")
+    tables = [store.table(t) for t in ("checkpoints", "jobs", "job_nodes")]
     goodput = run_goodput(*tables)  # measured once, for the run and its losses
     interruptions = interruption_losses(interruptions, goodput.attempts)
-    for note in goodput.notes:
-        progress(f"note: {note}")
     decision = decide_checkpoints(goodput).row(0, named=True)
     run = goodput.runs.row(0, named=True)
     by_cause = (
-        interruptions.group_by("cause", "kind")
+        interruptions.filter(pl.col("kind").is_in(["unexpected", "planned"]))
+        .group_by("cause", "kind")
         # lost: work since the last checkpoint, downtime and restart (from the
         # checkpoint log); upper: the whole attempts
         .agg(

@@ -1,11 +1,20 @@
 """The offline HTML report and the demo: the main job end to end.
 
-:func:`write_report` reads the store, runs the analyses through
-:mod:`relkit.answers`, and writes ``report.html`` (charts drawn by Vega libraries
-inlined in the page, so it opens with no network) plus ``tables/*.csv``.
+:func:`write_report` reads the store and writes ``report.html`` (charts drawn
+by Vega libraries inlined in the page, so it opens with no network) plus
+``tables/*.csv`` (and, with ``images=True``, ``images/<chart>.png`` and
+``.svg``). Its sections follow the data: Summary, Data, Failures (when the
+store has events), Interruptions (jobs), Goodput (a checkpoint log), Survival,
+Scale, the per-system sections of LANL-shaped data, Assumptions; a section
+the data cannot support is left out, and the Data section says why in one
+line. Each section builder follows the contract of
+:mod:`relkit._report_common`.
 """
 
 import html
+import inspect
+import os
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -14,15 +23,22 @@ from typing import Any
 import polars as pl
 
 from relkit import _html, answers, charts, checkpoint, survival
-from relkit._report_common import ReportAssumptions
-from relkit.errors import InsufficientDataError
+from relkit._report_common import ReportAssumptions, ReportContext, Sections
+from relkit._report_data import data_section
+from relkit._report_failures import failures_sections
+from relkit._report_interruptions import interruptions_sections
+from relkit.errors import InsufficientDataError, RelkitError, RelkitWarning
 from relkit.observation import observe
 from relkit.store import Store
-from relkit.taxonomy import unknown_xid_note
 
-__all__ = ["ReportAssumptions", "run_demo", "write_report"]
+__all__ = ["DEFAULT_TITLE", "ReportAssumptions", "run_demo", "write_report"]
 
 Progress = Callable[[str], None]
+
+#: The page's title unless the caller gives one.
+DEFAULT_TITLE = "relkit reliability report"
+#: Tables every report reads besides :func:`relkit.answers.store_tables`.
+_JOB_TABLES = ("jobs", "job_nodes", "checkpoints")
 
 
 def _quiet(_: str) -> None:
@@ -35,19 +51,14 @@ def _top_systems(by_system: pl.DataFrame, n: int) -> list[str]:
     return ranked.head(n)["system"].to_list()
 
 
-def _natural_sort(frame: pl.DataFrame, column: str) -> pl.DataFrame:
-    """Sort ids that look numeric as numbers (2 before 10), then the rest as text."""
-    return frame.sort(
-        pl.col(column).str.to_integer(strict=False), pl.col(column), nulls_last=True
-    )
+def _base(st: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Keep the tables the ``answers`` functions take as keywords (no job tables)."""
+    return {k: v for k, v in st.items() if k not in _JOB_TABLES}
 
 
-def _checkpoint_section(
-    store_tables: dict[str, pl.DataFrame],
-    a: ReportAssumptions,
-    tables: dict[str, pl.DataFrame],
-) -> tuple[str, str]:
+def _checkpoint_section(ctx: ReportContext) -> tuple[str, str]:
     """Checkpoint plans per system and the ETTR curve of the largest system."""
+    a, tables = ctx.assumptions, ctx.tables
     intro = (
         f"<p>Assumed checkpoint write {a.cost_h * 60:.0f} min and restart "
         f"{a.restart_h * 60:.0f} min. A job spanning a whole system is interrupted "
@@ -57,14 +68,14 @@ def _checkpoint_section(
         "doi:10.1016/j.future.2004.11.016).</p>"
     )
     plan = answers.checkpoint_plan_by_system(
-        **store_tables, cost_h=a.cost_h, restart_h=a.restart_h, min_failures=1
+        **_base(ctx.st), cost_h=a.cost_h, restart_h=a.restart_h, min_failures=1
     )
     large = plan.filter(pl.col("n_failures") >= a.min_failures)
-    shown = large if large.height else plan
+    shown = _html.natural_sort(large if large.height else plan, "system")
     tables["checkpoint_plan"] = shown
     if shown.height == 0:
         return (
-            "Checkpoint interval",
+            "Checkpoint interval per system",
             intro + "<p>No system has a recorded failure, "
             "so no interval can be derived from the data.</p>",
         )
@@ -85,6 +96,24 @@ def _checkpoint_section(
         interval_h=1.0,
         cost_h=a.cost_h,
     )
+    head = (
+        intro
+        + note
+        + _html.table_html(shown)
+        + f"<p>System {html.escape(str(biggest['system']))} ({biggest['n_nodes']} "
+        f"nodes, {rate * 1000:.2f} failures per 1000 node-days): "
+    )
+    if not model.optimal_interval_h > 0:
+        return (
+            "Checkpoint interval per system",
+            head + f"a job spanning it fails every {model.mttf_h * 60:.1f} min, "
+            f"which leaves no time for a {a.cost_h * 60:.0f} min checkpoint and a "
+            f"{a.restart_h * 60:.0f} min restart, so no interval makes progress "
+            "(ETTR 0; no curve is drawn). Such a rate usually means the data "
+            "span too short a time for its failures (a log excerpt): ingest the "
+            "whole logs, or an assets table with the units' service windows, "
+            "and check exposure_h in relkit mtbf.</p>",
+        )
     curve = checkpoint.ettr_curve(
         n_nodes=biggest["n_nodes"],
         failures_per_node_day=rate,
@@ -92,222 +121,117 @@ def _checkpoint_section(
         cost_h=a.cost_h,
     )
     tables["ettr_curve"] = curve
-    if not model.optimal_interval_h > 0:
-        return (
-            "Checkpoint interval",
-            intro
-            + note
-            + _html.table_html(shown)
-            + f"<p>System {biggest['system']} ({biggest['n_nodes']} nodes, "
-            f"{rate * 1000:.2f} failures per 1000 node-days): a job spanning it "
-            f"fails every {model.mttf_h * 60:.1f} min, which leaves no time for "
-            f"a {a.cost_h * 60:.0f} min checkpoint and a "
-            f"{a.restart_h * 60:.0f} min restart, so no interval makes progress "
-            "(ETTR 0; no curve is drawn). Such a rate usually means the data "
-            "span too short a time for its failures (a log excerpt): ingest the "
-            "whole logs, or an assets table with the units' service windows, "
-            "and check exposure_h in relkit mtbf.</p>",
-        )
+    chart = charts.ettr_chart(
+        curve,
+        optimum_interval_h=model.optimal_interval_h,
+        title=f"System {biggest['system']}: expected ETTR against checkpoint interval",
+    )
     return (
-        "Checkpoint interval",
-        intro
-        + note
-        + _html.table_html(shown)
-        + f"<p>System {biggest['system']} ({biggest['n_nodes']} nodes, "
-        f"{rate * 1000:.2f} failures per 1000 node-days): expected ETTR "
-        f"{model.ettr_at_optimal:.3f} at the optimal interval "
+        "Checkpoint interval per system",
+        head + f"expected ETTR {model.ettr_at_optimal:.3f} at the optimal interval "
         f"{model.optimal_interval_h * 60:.1f} min (Kokolis et al., HPCA 2025, "
-        "arXiv:2410.21680).</p>"
-        + _html.chart_div(
-            charts.ettr_chart(
-                curve, optimum_interval_h=model.optimal_interval_h
-            ).to_dict(),
-            "ettr",
-        ),
+        "arXiv:2410.21680).</p>" + ctx.chart(chart, "ettr"),
     )
 
 
-def _hours(value: float | None) -> str:
-    """Hours as the report prints them: 3 significant digits below 100 h."""
-    if value is None:
-        return "n/a"
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
-
-
-def _fleet_mtbf_sentence(overall: dict[str, Any], confidence: float) -> str:
-    """Say the fleet's MTBF in words, also when it cannot be estimated."""
-    n, hours = overall["n_failures"], overall["exposure_h"] or 0.0
-    head = f"{n:,} failures in {_hours(hours)} node-hours; "
-    if hours <= 0:
-        return head + (
-            "no measurable time at risk (each unit was observed at a single "
-            "instant, e.g. one timed log line per host), so no MTBF can be "
-            "estimated: ingest the whole logs, or an assets table with the "
-            "units' service windows."
-        )
-    if hours < 24:  # as relkit mtbf's --min-exposure-h default
-        head += f"only {_hours(hours)} node-hours at risk, so the rate says little; "
-    if n == 0:
-        lower = overall.get("mtbf_lower_one_sided_h")
-        return head + (
-            f"no failure, so the MTBF is only bounded below: at least "
-            f"{_hours(lower)} h at {confidence:.0%} confidence."
-        )
-    return head + (
-        f"node MTBF {_hours(overall['mtbf_h'])} h ({confidence:.0%} bounds "
-        f"{_hours(overall['mtbf_lower_h'])}–{_hours(overall['mtbf_upper_h'])} h), "
-        f"{overall['failures_per_1000_node_days']:.2f} failures per 1000 "
-        "node-days."
-    )
-
-
-def write_report(
-    store: Store,
-    out_dir: Path,
-    *,
-    assumptions: ReportAssumptions | None = None,
-    progress: Progress = _quiet,
-) -> Path:
-    """Write ``report.html`` and ``tables/*.csv`` for the data in a store.
+def lanl_shaped(ctx: ReportContext) -> bool:
+    """Whether the data is LANL-shaped: LANL sources, or units named by system.
 
     Parameters
     ----------
-    store : Store
-        An open store with ``events`` and ``assets`` rows.
-    out_dir : Path
-        Output directory, created if missing.
-    assumptions : ReportAssumptions, optional
-        Confidence level and checkpoint/restart costs; defaults as documented there.
-    progress : callable, optional
-        Called with a short message before each long step.
+    ctx : ReportContext
+        The report's context.
 
     Returns
     -------
-    Path
-        The written ``report.html``.
-
-    Raises
-    ------
-    InsufficientDataError
-        If the store holds no events or assets.
+    bool
+        True when a source is of kind ``lanl`` or the units carry more than
+        one ``system`` (the per-system sections then have something to
+        compare).
     """
-    a = assumptions or ReportAssumptions()
-    with charts.enable_theme():  # restores the caller's Altair theme afterwards
-        return _write_report(store, Path(out_dir), a, progress)
+    if (ctx.st["sources"]["kind"] == "lanl").any():
+        return True
+    windows = ctx.obs.windows
+    return "system" in windows.columns and windows["system"].drop_nulls().n_unique() > 1
 
 
-def _write_report(
-    store: Store, out_dir: Path, a: ReportAssumptions, progress: Progress
-) -> Path:
-    out_dir = Path(out_dir)
-    tables_dir = out_dir / "tables"
-    tables_dir.mkdir(parents=True, exist_ok=True)
-    st = answers.store_tables(store)
-    events, assets, sources = st["events"], st["assets"], st["sources"]
-    rejects = store.table("rejects")
-    obs = observe(**st)
-    end = obs.observed_until
-    no_wall = answers.no_wall_time_note(events)
-    if no_wall is not None:
-        progress(f"warning: {no_wall}")
-    unknown_xid = unknown_xid_note(events)
-    if unknown_xid is not None:
-        progress(f"warning: {unknown_xid}")
+def system_sections(ctx: ReportContext) -> Sections:
+    """Build the per-system sections of LANL-shaped data.
+
+    MTBF by system, the time between system-wide outages of the system with
+    most failures (lifetime models ranked by AIC, histogram), time to each
+    node's first failure (Kaplan-Meier) and the checkpoint plan of a job
+    spanning each system.
+
+    Parameters
+    ----------
+    ctx : ReportContext
+        The report's context; adds the CSV tables ``survival_by_system``,
+        ``km_first_failure``, ``checkpoint_plan`` and ``ettr_curve``.
+
+    Returns
+    -------
+    list of (str, str) or str
+        The sections, or why they are left out (no system in the data).
+    """
+    if ctx.st["events"].height == 0 or not lanl_shaped(ctx):
+        return (
+            "Per-system sections (MTBF by system, time between failures, "
+            "checkpoint plan per system): the units carry no system (they are "
+            "for LANL-shaped data, or assets with a system column)."
+        )
+    a, st, progress = ctx.assumptions, _base(ctx.st), ctx.progress
     sections: list[tuple[str, str]] = []
-    tables: dict[str, pl.DataFrame] = {}
-
-    progress("MTBF by system and by root cause")
-    by_system = _natural_sort(
-        answers.mtbf_of(obs, by=["system"], confidence=a.confidence, unit="node"),
-        "system",
-    )
-    by_cause = answers.mtbf_of(
-        obs, by=["root_cause"], confidence=a.confidence, unit="node"
-    )
-    tables |= {"mtbf_by_system": by_system, "mtbf_by_root_cause": by_cause}
-    overall = answers.mtbf_of(obs, confidence=a.confidence, unit="node").row(
-        0, named=True
-    )
-    excluded = obs.excluded
-    if excluded.height:
-        tables["excluded_failures"] = excluded
-        reasons = (
-            excluded.with_columns(pl.col("reason").str.replace(r" \(.*\)$", ""))
-            .group_by("reason")
-            .agg(n=pl.len())
-            .sort("n", "reason", descending=[True, False])
-        )
-        excluded_note = (
-            f" {excluded.height:,} failure(s) fall in no service window of their "
-            "unit and are excluded: "
-            + "; ".join(
-                f"{r['n']:,} {r['reason']}" for r in reasons.iter_rows(named=True)
-            )
-            + " (tables/excluded_failures.csv)."
-        )
-    else:
-        excluded_note = " No failure falls outside its unit's service windows."
-
-    sections.append(
-        (
-            "Data",
-            _html.table_html(sources.drop("content_hash", "options"))
-            + f"<p>{events.height:,} events, counted as {overall['n_failures']:,} "
-            "failures (log lines folded into incidents); "
-            f"{assets.height:,} assets rows, exposure basis: "
-            f"{overall['exposure_basis']}; {rejects.height:,} rejected input lines. "
-            f"Observation ends {end}.{excluded_note}</p>"
-            + "".join(
-                f"<p>Note: {n}.</p>"
-                for n in [*obs.notes, *(x for x in (no_wall, unknown_xid) if x)]
+    progress("MTBF by system")
+    by_system = ctx.tables.get("mtbf_by_system")
+    if by_system is None:
+        by_system = _html.natural_sort(
+            answers.mtbf_of(
+                ctx.obs, by=["system"], confidence=a.confidence, unit="node"
             ),
+            "system",
         )
+        ctx.tables["mtbf_by_system"] = by_system
+    by_system = by_system.filter(pl.col("system").is_not_null())
+    chart = charts.mtbf_chart(
+        by_system,
+        group="system",
+        confidence=a.confidence,
+        title="MTBF by system (node-hours per failure)",
     )
     sections.append(
         (
             "MTBF by system",
-            f"<p>Whole fleet: {_fleet_mtbf_sentence(overall, a.confidence)}</p>"
-            + _html.chart_div(
-                charts.mtbf_chart(by_system, group="system").to_dict(), "mtbf-system"
-            )
-            + _html.table_html(by_system),
+            ctx.chart(chart, "mtbf-system") + _html.table_html(by_system),
         )
     )
-    sections.append(
-        (
-            "MTBF by root cause",
-            _html.chart_div(
-                charts.mtbf_chart(by_cause, group="root_cause").to_dict(), "mtbf-cause"
-            )
-            + _html.table_html(by_cause),
-        )
-    )
-
+    if not by_system.height:
+        return sections
     progress("fitting lifetime models to the time between failures")
     top = _top_systems(by_system, a.top_systems)
-    fits = _natural_sort(answers.survival_by(**st, by=["system"]), "system")
-    tables["survival_by_system"] = fits
+    fits = _html.natural_sort(answers.survival_by(**st, by=["system"]), "system")
+    ctx.tables["survival_by_system"] = fits
     largest = answers.time_between_failures(**st, by=["system"]).filter(
         pl.col("system") == top[0]
     )
     models = survival.fit_lifetime_models(largest, by=["system"])
     density = survival.model_density(largest, models, by=["system"], spacing="log")
     try:
-        tbf_chart = _html.chart_div(
+        tbf_chart = ctx.chart(
             charts.tbf_histogram_chart(
                 largest,
                 density,
                 binning="log",
                 title=f"System {top[0]}: time between failures",
-            ).to_dict(),
+            ),
             "tbf-hist",
         )
     except InsufficientDataError:
         n_gaps = int(largest["observed"].sum()) if largest.height else 0
         tbf_chart = (
-            f"<p>System {top[0]} has no gap between two failures in the data "
-            f"({largest.height} interval(s), {n_gaps} observed), so there is no "
-            "histogram and no model to draw.</p>"
+            f"<p>System {html.escape(str(top[0]))} has no gap between two failures "
+            f"in the data ({largest.height} interval(s), {n_gaps} observed), so "
+            "there is no histogram and no model to draw.</p>"
         )
         progress(f"warning: system {top[0]}: no observed time between failures")
     sections.append(
@@ -321,14 +245,14 @@ def _write_report(
             "doi:10.1109/DSN.2006.5).</p>" + _html.table_html(fits) + tbf_chart,
         )
     )
-
     progress("Kaplan-Meier of time to first failure per node")
     try:
         km = answers.first_failure_survival(**st, systems=top)
-        tables["km_first_failure"] = km
-        km_body = _html.chart_div(
-            charts.kaplan_meier_chart(km, color="system").to_dict(), "km-first"
+        ctx.tables["km_first_failure"] = km
+        km_chart = charts.kaplan_meier_chart(
+            km, color="system", title="Nodes without a failure, by system"
         )
+        km_body = ctx.chart(km_chart, "km-first")
     except InsufficientDataError as exc:
         progress(f"warning: {exc}")
         km_body = f"<p>No curve: {html.escape(str(exc))}</p>"
@@ -340,62 +264,402 @@ def _write_report(
             "the end of the data.</p>" + km_body,
         )
     )
-
-    from relkit._report_survival import survival_sections
-
-    sections.extend(survival_sections(st, obs, tables, progress=progress))
-
     progress("checkpoint intervals for a job spanning each system")
-    sections.append(_checkpoint_section(st, a, tables))
-    from relkit._report_goodput import goodput_section
+    sections.append(_checkpoint_section(ctx))
+    return sections
 
-    measured = goodput_section(
-        store, tables, confidence=a.confidence, progress=progress
+
+def _goodput(ctx: ReportContext) -> Sections:
+    """G's goodput sections through the contract (the older signature until then)."""
+    from relkit import _report_goodput as m
+
+    if hasattr(m, "goodput_sections"):
+        return m.goodput_sections(ctx)
+    found = m.goodput_section(
+        ctx.store,
+        ctx.tables,
+        confidence=ctx.assumptions.confidence,
+        progress=ctx.progress,
     )
-    if measured is not None:
-        sections.append(measured)
+    if found is None:
+        return (
+            "Goodput: the store has no checkpoint log (ingest one with "
+            "--kind checkpoints)."
+        )
+    return [found]
 
-    for name, frame in tables.items():
-        frame.write_csv(tables_dir / f"{name}.csv")
-    sections.append(("Assumptions", _html.table_html(pl.DataFrame([asdict(a)]))))
+
+def _survival(ctx: ReportContext) -> Sections:
+    """G's survival sections through the contract (the older signature until then)."""
+    from relkit import _report_survival as m
+
+    if ctx.st["events"].height == 0:
+        return "Survival: the store has no failure events."
+    params = list(inspect.signature(m.survival_sections).parameters)
+    if params[0] == "ctx":
+        return m.survival_sections(ctx)
+    return m.survival_sections(
+        _base(ctx.st), ctx.obs, ctx.tables, progress=ctx.progress
+    )
+
+
+def _scale(ctx: ReportContext) -> Sections:
+    """G's scale section through the contract, where it exists."""
+    try:
+        from relkit import _report_scale as m
+    except ImportError:
+        return "Scale: this relkit has no scale section yet."
+    return m.scale_sections(ctx)
+
+
+#: The report's section builders after Summary and Data, in page order.
+BUILDERS: tuple[tuple[str, Callable[[ReportContext], Sections]], ...] = (
+    ("Failures", failures_sections),
+    ("Interruptions", interruptions_sections),
+    ("Goodput", _goodput),
+    ("Survival", _survival),
+    ("Scale", _scale),
+    ("Per system", system_sections),
+)
+
+
+def _summary(ctx: ReportContext, shown: list[str]) -> tuple[str, str]:
+    """One paragraph with the key number of each section present."""
+    t, a = ctx.tables, ctx.assumptions
+    said: list[str] = []
+    if "mtbf_fleet" in t and t["mtbf_fleet"].height:
+        o = t["mtbf_fleet"].row(0, named=True)
+        low, mid, high = (
+            _html.format_value(o[c], "mtbf_h")
+            for c in ("mtbf_lower_h", "mtbf_h", "mtbf_upper_h")
+        )
+        mtbf = (
+            f"node MTBF {mid} h ({a.confidence:.0%} bounds {low}–{high} h)"
+            if o["mtbf_h"] is not None
+            else "no MTBF estimate"
+        )
+        said.append(
+            f"{o['n_failures']:,} counted failures over "
+            f"{_html.format_value(o['exposure_h'], 'exposure_h')} node-hours, {mtbf}"
+        )
+    if "incidents" in t:
+        inc = t["incidents"]
+        top = t.get("mtbf_by_mode")
+        lead = ""
+        if top is not None and top.height and top["n_failures"][0]:
+            lead = (
+                f"; most frequent: {top.row(0)[0]} ({top['n_failures'][0]:,} failures)"
+            )
+        said.append(
+            f"{ctx.st['events'].height:,} events folded into {inc.height:,} "
+            f"incidents{lead}"
+        )
+    if "xid_codes" in t:
+        x = t["xid_codes"].sort("events", descending=True)
+        said.append(
+            f"{x.height:,} Xid code(s), most logged Xid {x['xid'][0]} "
+            f"({x['name'][0]}, {x['events'][0]:,} lines)"
+        )
+    if "interruptions_by_cause" in t:
+        c = t["interruptions_by_cause"]
+        n = {
+            k: int(c.filter(kind=k)["interruptions"].sum())
+            for k in ("unexpected", "planned")
+        }
+        top_cause = c.filter(kind="unexpected")
+        lead = (
+            f", most from {top_cause['cause'][0]} ({top_cause['interruptions'][0]:,})"
+            if top_cause.height
+            else ""
+        )
+        said.append(
+            f"{n['unexpected']:,} unexpected and {n['planned']:,} planned job "
+            f"interruptions{lead}"
+        )
+    if "goodput_runs" in t and t["goodput_runs"].height:
+        r = t["goodput_runs"].row(0, named=True)
+        ettr = r.get("ettr_frac", r.get("ettr"))
+        if ettr is not None:
+            said.append(
+                f"run {r['run_id']}: measured ETTR {_html.format_value(ettr, 'ettr')}"
+            )
+    if "checkpoint_decision" in t and t["checkpoint_decision"].height:
+        d = t["checkpoint_decision"].row(0, named=True)
+        if d.get("interval_h"):
+            said.append(
+                f"recommended checkpoint interval {d['interval_h'] * 60:.1f} min"
+            )
+    if "mtbf_by_system" in t and "Per system" in shown:
+        systems = t["mtbf_by_system"].filter(pl.col("system").is_not_null())
+        said.append(f"{systems.height:,} systems compared")
+    text = "; ".join(said) if said else "no section has numbers to show"
+    return (
+        "Summary",
+        f'<p class="relkit-summary">{html.escape(text[0].upper() + text[1:])}.</p>'
+        "<p>Sections: "
+        + html.escape(", ".join(["Data", *shown, "Assumptions"]))
+        + ".</p>",
+    )
+
+
+def _write_images(ctx: ReportContext, out_dir: Path) -> None:
+    """Write ``images/<div_id>.png`` and ``.svg`` of every chart (vl-convert)."""
+    images = out_dir / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    for div_id, spec in ctx.charts:
+        ctx.progress(f"image {div_id}.png and .svg")
+        (images / f"{div_id}.svg").write_text(_html.chart_svg(spec), encoding="utf-8")
+        (images / f"{div_id}.png").write_bytes(_html.chart_png(spec))
+
+
+def _assumptions_section(a: ReportAssumptions) -> tuple[str, str]:
+    rows = pl.DataFrame(
+        {
+            "assumption": [
+                "confidence of bounds (two-sided)",
+                "checkpoint write, min",
+                "restart after a failure, min",
+                "failures for a system's checkpoint plan",
+                "systems with survival curves",
+            ],
+            "value": [
+                f"{a.confidence:.0%}",
+                f"{a.cost_h * 60:g}",
+                f"{a.restart_h * 60:g}",
+                f"{a.min_failures:,}",
+                f"{a.top_systems:,}",
+            ],
+            "option": ["--confidence", "--cost-h", "--restart-h", "", ""],
+        }
+    )
+    return (
+        "Assumptions",
+        "<p>Stated assumptions of this report (the command-line options that "
+        "set them in brackets); all times are UTC.</p>" + _html.table_html(rows),
+    )
+
+
+def write_report(
+    store: Store,
+    out_dir: Path,
+    *,
+    title: str = DEFAULT_TITLE,
+    assumptions: ReportAssumptions | None = None,
+    images: bool = False,
+    progress: Progress = _quiet,
+) -> Path:
+    """Write ``report.html`` and ``tables/*.csv`` for the data in a store.
+
+    The sections follow the data: Summary; Data (sources, rejects, the
+    observation model, and one line for each section left out, saying why);
+    failures (MTBF by mode, incidents, Xid codes, a heatmap) when the store
+    has events; interruptions (Pareto by cause, Llama 3 Table 5's shape,
+    planned and unexpected) when it has jobs; goodput when it has a
+    checkpoint log; survival; scale; the per-system sections of LANL-shaped
+    data; Assumptions.
+
+    Parameters
+    ----------
+    store : Store
+        An open store (read only is enough).
+    out_dir : Path
+        Output directory, created if missing.
+    title : str, default "relkit reliability report"
+        The page's title.
+    assumptions : ReportAssumptions, optional
+        Confidence level and checkpoint/restart costs; defaults as documented there.
+    images : bool, default False
+        Also write every chart as ``images/<id>.png`` and ``images/<id>.svg``
+        (for slides), rendered offline by vl-convert.
+    progress : callable, optional
+        Called with a short message before each long step, and with warnings.
+
+    Returns
+    -------
+    Path
+        The written ``report.html``.
+
+    Raises
+    ------
+    InsufficientDataError
+        If the store holds no rows at all (no events, assets, jobs or
+        checkpoints).
+    """
+    a = assumptions or ReportAssumptions()
+    with charts.enable_theme():  # restores the caller's Altair theme afterwards
+        return _write_report(
+            store, Path(out_dir), title, a, images=images, progress=progress
+        )
+
+
+def _noted(build: Callable[[ReportContext], Sections], ctx: ReportContext) -> Sections:
+    """Run a section builder; its RelkitWarnings become notes on the page and stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RelkitWarning)
+        found = build(ctx)
+    notes: list[str] = []
+    for w in caught:
+        if issubclass(w.category, RelkitWarning):
+            notes.append(str(w.message))
+        else:  # not relkit's to state: pass on as it came
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    notes = list(dict.fromkeys(notes))
+    for note in notes:
+        ctx.progress(f"note: {note}")
+    if notes and not isinstance(found, str) and found:
+        title, body = found[-1]
+        found = [
+            *found[:-1],
+            (
+                title,
+                body
+                + "".join(
+                    f'<p class="relkit-note">Note: {html.escape(n)}</p>' for n in notes
+                ),
+            ),
+        ]
+    return found
+
+
+def _write_report(
+    store: Store,
+    out_dir: Path,
+    title: str,
+    a: ReportAssumptions,
+    *,
+    images: bool,
+    progress: Progress,
+) -> Path:
+    st = answers.store_tables(store)
+    for name in _JOB_TABLES:
+        st[name] = store.table(name)
+    if not any(st[n].height for n in ("sources", "events", "assets", *_JOB_TABLES)):
+        msg = (
+            "the store holds no rows: ingest failure logs, job records or a "
+            "checkpoint log first, e.g. relkit ingest --kind kernel LOGS, "
+            "--kind sacct DUMP, --kind checkpoints FILE or --kind lanl FILE"
+        )
+        raise InsufficientDataError(msg)
+    obs = observe(**_base(st))
+    ctx = ReportContext(store=store, st=st, obs=obs, assumptions=a, progress=progress)
+    from relkit._report_data import data_notes
+
+    for note in data_notes(ctx):
+        progress(f"warning: {note}")
+    shown: list[str] = []
+    left_out: list[str] = []
+    body: list[tuple[str, str]] = []
+    for name, build in BUILDERS:
+        try:
+            found = _noted(build, ctx)
+        except RelkitError as exc:
+            progress(f"warning: {name}: {exc}")
+            found = f"{name}: not computed: {exc}"
+        except Exception as exc:  # a bug in one section must not lose the report
+            if os.environ.get("RELKIT_DEBUG"):
+                raise
+            found = (
+                f"{name}: not computed: internal error {type(exc).__name__}: {exc} "
+                "(a bug in relkit; RELKIT_DEBUG=1 shows the traceback)"
+            )
+            progress(f"warning: {found}")
+        if isinstance(found, str):
+            left_out.append(found if found.startswith(name) else f"{name}: {found}")
+            continue
+        shown.append(name)
+        body.extend(found)
+    sections = [_summary(ctx, shown), data_section(ctx, left_out), *body]
+    sections.append(_assumptions_section(a))
+    tables_dir = out_dir / "tables"
+    tables_dir.mkdir(parents=True, exist_ok=True)
+    for name, frame in ctx.tables.items():
+        _csv_ready(frame).write_csv(tables_dir / f"{name}.csv")
+    pl.DataFrame([asdict(a)]).write_csv(tables_dir / "assumptions.csv")
+    if images:
+        _write_images(ctx, out_dir)
     page = out_dir / "report.html"
-    page.write_text(
-        _html.render_page("relkit reliability report", sections), encoding="utf-8"
-    )
+    page.write_text(_html.render_page(title, sections), encoding="utf-8")
     return page
 
 
+def _csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
+    """Join lists by ``; `` and write structs as JSON, so that CSV can hold them."""
+    fixes = []
+    for name, dtype in frame.schema.items():
+        if isinstance(dtype, pl.List):
+            fixes.append(pl.col(name).cast(pl.List(pl.String)).list.join("; "))
+        elif isinstance(dtype, pl.Struct):
+            fixes.append(pl.col(name).struct.json_encode())
+    return frame.with_columns(fixes) if fixes else frame
+
+
+def _fresh(out_dir: Path) -> None:
+    """Remove what an earlier demo wrote in ``out_dir`` (stores, tables, images)."""
+    for sub in (out_dir, out_dir / "lanl"):
+        for old in ("relkit.duckdb", "gpu-logs.duckdb", "jobs.duckdb"):
+            for leftover in (sub / old, sub / f"{old}.wal"):
+                leftover.unlink(missing_ok=True)
+        for folder, pattern in (("tables", "*.csv"), ("images", "*.*")):
+            for leftover in (sub / folder).glob(pattern):
+                leftover.unlink()
+
+
 def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
-    """Ingest the bundled LANL failure data and write the report.
+    """Write the report of the bundled simulated run and of the LANL failure data.
+
+    The simulated run (``datasets/synthetic``: a Llama 3-like 54-day run on
+    264 nodes; assets, ``sacct`` dump, kernel logs and checkpoint log) is
+    ingested into one store, ``out_dir/relkit.duckdb``, whose report
+    ``out_dir/report.html`` has the failure, Xid, interruption (Table 5),
+    goodput, survival and scale sections. The LANL failure data goes to
+    ``out_dir/lanl/`` (its own store and report); the gpud kernel-log
+    excerpts are counted by failure mode.
 
     Parameters
     ----------
     out_dir : Path
-        Output directory: ``relkit.duckdb``, ``report.html`` and ``tables/``.
+        Output directory: ``relkit.duckdb``, ``report.html``, ``tables/``,
+        ``lanl/report.html`` and ``lanl/tables/``; what an earlier demo wrote
+        there is replaced.
     progress : callable, optional
         Called with a short message before each long step.
 
     Returns
     -------
     dict
-        Summary: LANL records read, loaded, rejected, systems, fleet MTBF (h);
-        the GPU kernel-log excerpts' lines and incidents per failure mode
-        (``tables/gpu_incidents_by_mode.csv``); the report's path; and a
-        simulated Llama 3-like run's interruptions by cause
-        (``tables/interruptions_by_cause.csv``, see ``relkit._demo_jobs``).
+        Summary: the two reports' paths; the simulated run's interruptions
+        (found and injected), by cause, its measured ETTR and the recommended
+        checkpoint interval (see ``relkit._demo_jobs``); LANL records read,
+        loaded, rejected, systems and fleet MTBF (h); the gpud excerpts' lines
+        and incidents per failure mode (``tables/gpu_incidents_by_mode.csv``).
     """
     from relkit import datasets
+    from relkit._demo_jobs import ingest_simulated_run, simulated_interruptions
     from relkit.ingest import read_file, read_path
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for old in ("relkit.duckdb", "gpu-logs.duckdb", "jobs.duckdb"):  # start afresh
-        for leftover in (out_dir / old, out_dir / f"{old}.wal"):
-            leftover.unlink(missing_ok=True)
+    _fresh(out_dir)
     with Store(out_dir / "relkit.duckdb") as store:
+        truth = ingest_simulated_run(store, progress)
+        page = write_report(
+            store,
+            out_dir,
+            title="relkit report: a simulated Llama 3-like training run",
+            progress=progress,
+        )
+        jobs = simulated_interruptions(store, out_dir, truth, progress)
+    lanl_dir = out_dir / "lanl"
+    lanl_dir.mkdir(exist_ok=True)
+    with Store(lanl_dir / "relkit.duckdb") as store:
         progress("ingesting the LANL failure data (23,739 records)")
         read_file(store, datasets.path("lanl"), kind="lanl")
-        page = write_report(store, out_dir, progress=progress)
+        lanl_page = write_report(
+            store,
+            lanl_dir,
+            title="relkit report: LANL failure data 1996-2005",
+            progress=progress,
+        )
         st = answers.store_tables(store)
         events = st["events"]
         sources = st["sources"].filter(pl.col("kind") == "lanl").row(0, named=True)
@@ -419,10 +683,10 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
         .sort("failure_mode")
     )
     by_mode.write_csv(out_dir / "tables" / "gpu_incidents_by_mode.csv")
-    from relkit._demo_jobs import simulated_interruptions  # job logs (issue 5)
-
-    jobs = simulated_interruptions(out_dir, progress)
     return {
+        "report": str(page),
+        **jobs,
+        "lanl_report": str(lanl_page),
         "dataset": "LANL failure data 1996-2005 (LA-UR-05-7318)",
         "records": sources["n_lines"],
         "loaded": sources["n_loaded"],
@@ -435,6 +699,4 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
             f"{r['failure_mode']} ({r['category']}): {r['n_incidents']}"
             for r in by_mode.iter_rows(named=True)
         ),
-        "report": str(page),
-        **jobs,
     }

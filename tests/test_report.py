@@ -138,13 +138,16 @@ def test_report_names_xid_codes_outside_the_catalogue(tmp_path: Path) -> None:
 
 
 def test_report_when_no_checkpoint_interval_makes_progress(tmp_path: Path) -> None:
-    """A log excerpt of 2 minutes with 3 node failures: each node is at risk 2
-    min (first to last line), so the node MTBF is 3 x 2 / 3 = 2 min and a job
-    spanning the 3 nodes fails every 2 / 3 min = 40 s, less than the 5 min
+    """A log excerpt of 2 minutes with 3 node failures, the nodes in two systems
+    (assets: n1, n2 in s1, n3 in s2, each in service 10:00-10:02): each node is
+    at risk 2 min, so system s1's node MTBF is 2 x 2 / 2 = 2 min and a job
+    spanning its 2 nodes fails every 2 / 2 = 1.0 min, less than the 5 min
     checkpoint write: no interval makes progress (Daly's model gives ETTR 0).
     The report says so instead of failing on the chart (it used to exit 1 with
     "optimum_interval_h must be a finite number > 0"), and says there is no gap
-    between two failures to draw instead of failing on the histogram."""
+    between two failures to draw instead of failing on the histogram. (Issue
+    14: the per-system sections need units with a system; they used to be
+    drawn for any store.)"""
     lines = []
     for host, pci in (("n1", "3b"), ("n2", "5b"), ("n3", "7b")):
         lines += [
@@ -155,11 +158,20 @@ def test_report_when_no_checkpoint_interval_makes_progress(tmp_path: Path) -> No
         ]
     log = tmp_path / "k.log"
     log.write_text("\n".join(lines) + "\n")
+    assets = tmp_path / "assets.csv"
+    assets.write_text(
+        "host,in_service_ts,out_of_service_ts,gpus,system\n"
+        + "".join(
+            f"{h},2025-06-01T10:00:00Z,2025-06-01T10:02:00Z,8,{s}\n"
+            for h, s in (("n1", "s1"), ("n2", "s1"), ("n3", "s2"))
+        )
+    )
     with Store(tmp_path / "r.duckdb") as store:
         read_file(store, log, kind="kernel")
+        read_file(store, assets, kind="assets")
         page = write_report(store, tmp_path / "rep")
     html = page.read_text()
-    assert "fails every 0.7 min" in html
+    assert "fails every 1.0 min" in html
     assert "no interval makes progress" in html
     assert "has no gap between two failures in the data" in html
 
@@ -168,8 +180,8 @@ def test_report_when_no_checkpoint_interval_makes_progress(tmp_path: Path) -> No
     ("lines", "expected"),
     [
         (
-            # one host logging 24 h with no failure: a one-sided bound only,
-            # 2 x 24 / chi2(0.9; 2) = 10.4 h
+            # one host logging 24 h with no failure: a one-sided bound only, at
+            # the default 95 % (relkit.defaults): 2 x 24 / chi2(0.95; 2) = 8.01 h
             [
                 "2025-06-01T00:00:00+00:00 q1 kernel: NVRM: loading NVIDIA UNIX "
                 "x86_64 Kernel Module  550.54.15",
@@ -177,7 +189,7 @@ def test_report_when_no_checkpoint_interval_makes_progress(tmp_path: Path) -> No
                 "x86_64 Kernel Module  550.54.15",
             ],
             "0 failures in 24 node-hours; no failure, so the MTBF is only bounded "
-            "below: at least 10.4 h at 90% confidence.",
+            "below: at least 8.01 h at 95% confidence.",
         ),
         (
             # one timed line, an Xid 79: a failure with no time at risk

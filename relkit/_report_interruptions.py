@@ -1,0 +1,182 @@
+"""The report's job-interruption sections: Pareto, Table 5 shape, planned (private).
+
+Used by :mod:`relkit.report` through the contract of
+:mod:`relkit._report_common`, only when the store holds job records.
+"""
+
+import html
+
+import polars as pl
+
+from relkit import _html, answers, charts, datasets
+from relkit._report_common import ReportContext, Sections
+from relkit.errors import RelkitError
+from relkit.jobs import job_interruptions, root_cause_table
+
+__all__ = ["interruptions_of", "interruptions_sections", "table5_beside_llama3"]
+
+#: Interruption kinds the report counts (``not_failure``: cancels, time limits).
+_KINDS = ("unexpected", "planned")
+
+
+def interruptions_of(ctx: ReportContext) -> pl.DataFrame:
+    """Attribute the store's job interruptions to incidents, once per report.
+
+    Cached in ``ctx.tables["interruptions"]`` (``tables/interruptions.csv``).
+    """
+    if "interruptions" not in ctx.tables:
+        store = ctx.store
+        _, found = job_interruptions(
+            store.table("jobs"),
+            store.table("job_nodes"),
+            ctx.st["events"],
+            end_of_log=answers.log_end(ctx.st["sources"]),
+            failure_modes=ctx.st.get("failure_modes"),
+        )
+        ctx.tables["interruptions"] = found
+    return ctx.tables["interruptions"]
+
+
+def table5_beside_llama3(interruptions: pl.DataFrame) -> pl.DataFrame:
+    """Llama 3 Table 5's shape of the interruptions, with the paper's counts beside.
+
+    Parameters
+    ----------
+    interruptions : pl.DataFrame
+        From :func:`relkit.jobs.job_interruptions`.
+
+    Returns
+    -------
+    pl.DataFrame
+        :func:`relkit.jobs.root_cause_table` (``kind, component, category,
+        interruptions``, ``share`` of its kind) with ``llama3_interruptions``
+        and ``llama3_share`` (the count over the paper's 419 unexpected
+        interruptions, recomputed; the printed percentages sum to 94.9 %)
+        from the bundled ``llama3_table5`` dataset (Llama Team, "The Llama 3
+        Herd of Models", arXiv:2407.21783, 2024, Table 5); null for rows the
+        paper has not.
+    """
+    paper = pl.read_csv(datasets.path("llama3_table5")).select(
+        "component", llama3_interruptions=pl.col("interruption_count")
+    )
+    paper = paper.with_columns(
+        llama3_share=pl.col("llama3_interruptions")
+        / pl.col("llama3_interruptions").sum(),
+        kind=pl.lit("unexpected"),
+    )
+    return (
+        root_cause_table(interruptions)
+        .rename({"frac": "share"})
+        .join(paper, on=["kind", "component"], how="left", maintain_order="left")
+    )
+
+
+def interruptions_sections(ctx: ReportContext) -> Sections:
+    """Build the interruption sections: Pareto by cause, Table 5, planned vs unexpected.
+
+    Parameters
+    ----------
+    ctx : ReportContext
+        The store's frames; its ``jobs`` and ``job_nodes`` are read. Adds the
+        CSV tables ``interruptions`` (one row per interrupted attempt),
+        ``interruptions_by_cause`` and ``root_cause_table5``.
+
+    Returns
+    -------
+    list of (str, str) or str
+        The sections; or why there are none (no job records).
+    """
+    jobs = ctx.store.table("jobs")
+    if jobs.height == 0:
+        return (
+            "Interruptions: the store has no job records (ingest a Slurm "
+            "`sacct -P` dump with --kind sacct, Kubernetes pod/job JSON with "
+            "--kind k8s, or a jobs table with --kind jobs)."
+        )
+    ctx.progress("attributing job interruptions to incidents")
+    try:
+        found = interruptions_of(ctx)
+    except RelkitError as exc:
+        ctx.progress(f"warning: no interruptions: {exc}")
+        return f"Interruptions: not computed: {exc}"
+    counted = found.filter(pl.col("kind").is_in(_KINDS))
+    by_kind = (
+        found.group_by("kind")
+        .agg(interruptions=pl.len(), jobs=pl.col("job_id").n_unique())
+        .sort("kind")
+    )
+    n = {k: counted.filter(kind=k).height for k in _KINDS}
+    other = found.height - counted.height
+    intro = (
+        f"<p>{jobs.height:,} job records; {found.height:,} attempts ended "
+        f"abnormally: {n['unexpected']:,} unexpected interruptions (failures), "
+        f"{n['planned']:,} planned (requeues and maintenance)"
+        + (
+            f", and {other:,} that are not failures (cancelled by a user, time "
+            "limit, preemption) and are not counted"
+            if other
+            else ""
+        )
+        + ". Each interruption is attributed to an incident on the job's nodes "
+        "within 45 minutes before its end, else to its exit state (Llama 3, "
+        "arXiv:2407.21783, §3.3.4).</p>"
+    )
+    sections = [
+        ("Planned and unexpected interruptions", intro + _html.table_html(by_kind))
+    ]
+    by_cause = (
+        counted.group_by("cause", "kind")
+        .agg(interruptions=pl.len(), jobs=pl.col("job_id").n_unique())
+        .sort(["interruptions", "cause"], descending=[True, False])
+    )
+    ctx.tables["interruptions_by_cause"] = by_cause
+    if by_cause.height:
+        labelled = by_cause.select(
+            cause=pl.format("{} ({})", "cause", "kind"), interruptions="interruptions"
+        )
+        chart = ctx.chart(
+            charts.interruption_pareto_chart(
+                labelled, title="Job interruptions by cause (Pareto)"
+            ),
+            "interruptions-pareto",
+        )
+        sections.append(
+            (
+                "Interruptions by cause",
+                "<p>Causes from most to fewest interruptions, with the running "
+                "share: the first few bars are where reliability work pays.</p>"
+                + chart
+                + _html.table_html(by_cause),
+            )
+        )
+    table5 = table5_beside_llama3(found)
+    ctx.tables["root_cause_table5"] = table5
+    unexpected = table5.filter(kind="unexpected")
+    shown = unexpected.filter(
+        (pl.col("interruptions") > 0) | pl.col("llama3_interruptions").is_not_null()
+    )
+    sections.append(
+        (
+            "Root causes in the shape of Llama 3 Table 5",
+            "<p>Unexpected interruptions in the rows of Llama 3 Table 5 (Llama "
+            "Team, arXiv:2407.21783, 2024: 419 unexpected interruptions in 54 "
+            "days on 16,384 H100 GPUs), the paper's counts and shares beside. "
+            "Causes that leave no kernel-log line (software bugs, power "
+            "supplies, SSDs) can only land in the &quot;no log signal&quot; "
+            "rows.</p>"
+            + _html.table_html(shown)
+            + (
+                "<p>Planned: "
+                + html.escape(
+                    ", ".join(
+                        f"{r['component']} {r['interruptions']:,}"
+                        for r in table5.filter(kind="planned").iter_rows(named=True)
+                    )
+                )
+                + ".</p>"
+                if n["planned"]
+                else ""
+            ),
+        )
+    )
+    return sections
