@@ -4,6 +4,7 @@ The main job in five calls::
 
     store = relkit.Store(":memory:")
     relkit.read_file(store, relkit.datasets.path("lanl"), kind="lanl")
+    # or relkit.read_path(store, "logs/", kind="kernel"): a directory of files
     tables = relkit.store_tables(store)  # events, assets, sources, ...
     relkit.mtbf_by(**tables, by=["system"])  # MTBF with exact bounds
     relkit.survival_by(**tables, by=["system"])  # Weibull & co., by AIC
@@ -67,8 +68,9 @@ if TYPE_CHECKING:  # the names, for type checkers; imported on first use
         whatif,
         young_interval_h,
     )
+    from relkit.defaults import DEFAULT_CONFIDENCE
     from relkit.exposure import build_exposure, observation_end
-    from relkit.ingest import IngestResult, read_file, read_files
+    from relkit.ingest import IngestResult, read_file, read_files, read_path
     from relkit.jobs import (
         Goodput,
         InterruptionSummary,
@@ -82,6 +84,7 @@ if TYPE_CHECKING:  # the names, for type checkers; imported on first use
         root_cause_table,
     )
     from relkit.metrics import (
+        FailureRateBounds,
         MTBFBounds,
         failure_rate_bounds,
         mtbf,
@@ -122,6 +125,7 @@ del TYPE_CHECKING  # not part of the API
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_CONFIDENCE",
     "PUBLISHED_ETTR_POINTS",
     "CensoringWarning",
     "CheckpointDecision",
@@ -129,6 +133,7 @@ __all__ = [
     "ConvergenceError",
     "ETTRModel",
     "FailureProcess",
+    "FailureRateBounds",
     "Goodput",
     "IngestError",
     "IngestResult",
@@ -187,6 +192,7 @@ __all__ = [
     "observe",
     "read_file",
     "read_files",
+    "read_path",
     "renewal_ettr",
     "renewal_optimum",
     "root_cause_table",
@@ -242,6 +248,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "whatif",
         "young_interval_h",
     ),
+    "relkit.defaults": ("DEFAULT_CONFIDENCE",),
     "relkit.exposure": (
         "build_exposure",
         "observation_end",
@@ -250,6 +257,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "IngestResult",
         "read_file",
         "read_files",
+        "read_path",
     ),
     "relkit.jobs": (
         "Goodput",
@@ -264,6 +272,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "root_cause_table",
     ),
     "relkit.metrics": (
+        "FailureRateBounds",
         "MTBFBounds",
         "failure_rate_bounds",
         "mtbf",

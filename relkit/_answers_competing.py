@@ -12,17 +12,19 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import polars as pl
 
 from relkit import survival
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import InsufficientDataError, RelkitWarning, SchemaError
 from relkit.observation import observe, to_service_clock
 
 __all__ = [
     "OTHER_MODE",
     "CompetingRisks",
+    "FirstFailureModes",
     "competing_risks_by",
     "cumulative_incidence_by",
     "first_failure_modes",
@@ -59,6 +61,23 @@ class CompetingRisks:
     notes: tuple[str, ...]
 
 
+class FirstFailureModes(NamedTuple):
+    """The first-failure table per node by failure mode, and its notes.
+
+    Unpacks as ``table, notes``.
+
+    Parameters
+    ----------
+    table : pl.DataFrame
+        ``*by, unit_id, entry_h, stop_h, observed, failure_mode`` (hours of age).
+    notes : list of str
+        What was folded or left out, in words.
+    """
+
+    table: pl.DataFrame
+    notes: list[str]
+
+
 def first_failure_modes(
     events: pl.DataFrame,
     assets: pl.DataFrame,
@@ -70,7 +89,7 @@ def first_failure_modes(
     sources: pl.DataFrame | None = None,
     log_spans: pl.DataFrame | None = None,
     failure_modes: pl.DataFrame | None = None,
-) -> tuple[pl.DataFrame, list[str]]:
+) -> FirstFailureModes:
     """Build the competing-risks table of each node's first failure.
 
     Parameters
@@ -92,8 +111,8 @@ def first_failure_modes(
 
     Returns
     -------
-    tuple of (pl.DataFrame, list of str)
-        The table ``*by, unit_id, entry_h, stop_h, observed, failure_mode``
+    FirstFailureModes
+        Named tuple ``(table, notes)``: the table ``*by, unit_id, entry_h, stop_h, observed, failure_mode``
         (hours of age in service; one row per node) and the notes.
 
     Raises
@@ -214,7 +233,7 @@ def first_failure_modes(
                 .then(pl.lit(OTHER_MODE))
                 .otherwise("failure_mode")
             )
-    return table, notes
+    return FirstFailureModes(table, notes)
 
 
 def _check_modes(
@@ -255,7 +274,7 @@ def competing_risks_by(
     endpoint: Literal["first-failure"] = "first-failure",
     mode_column: str = "failure_mode",
     min_events: int = 0,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     window_end: datetime | None = None,
     sources: pl.DataFrame | None = None,
     log_spans: pl.DataFrame | None = None,
@@ -280,7 +299,7 @@ def competing_risks_by(
         Failure column naming the competing events, e.g. ``root_cause``.
     min_events : int, default 0
         Fold modes with fewer first failures into ``"other"`` (with a note).
-    confidence : float, default 0.95
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of the pointwise bands.
     window_end : datetime, optional
         End of observation (UTC); default the end of data.
@@ -395,7 +414,7 @@ def cumulative_incidence_by(
     endpoint: Literal["first-failure"] = "first-failure",
     mode_column: str = "failure_mode",
     min_events: int = 0,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     window_end: datetime | None = None,
     sources: pl.DataFrame | None = None,
     log_spans: pl.DataFrame | None = None,

@@ -11,12 +11,13 @@ recommended checkpoint interval with bounds
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import polars as pl
 
 from relkit import checkpoint, survival
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import InsufficientDataError, InvalidParameterError
 from relkit.jobs import Goodput, build_job_attempts, measure_goodput
 
@@ -25,6 +26,8 @@ __all__ = [
     "MIN_FAILURES_FOR_WEIBULL",
     "SWEEP_GPUS",
     "WEIBULL_TEST_CONFIDENCE",
+    "LossesFilled",
+    "PerModePlan",
     "decide_checkpoints",
     "decision_curve",
     "decision_scale_sweep",
@@ -47,7 +50,7 @@ FIRST_ORDER_LOAD_LIMIT = 0.1
 #: Two-sided level of the Weibull shape interval that decides the model: the
 #: exponential is kept unless 1 is outside it (about 5 % of exponential runs
 #: switch by chance; at the bounds' 90 % it was 9 % of 68 simulated runs).
-WEIBULL_TEST_CONFIDENCE = 0.95
+WEIBULL_TEST_CONFIDENCE = DEFAULT_CONFIDENCE
 
 
 def run_goodput(
@@ -193,7 +196,7 @@ def decide_checkpoints(
     *,
     run: str | None = None,
     gpus: int | None = None,
-    confidence: float = 0.9,
+    confidence: float = DEFAULT_CONFIDENCE,
     cost_h: float | None = None,
     restart_h: float | None = None,
 ) -> pl.DataFrame:
@@ -209,7 +212,7 @@ def decide_checkpoints(
         Target job size in GPUs; the run's interruption rate is scaled by
         ``gpus / n_gpus`` (failures proportional to the job's size, Kokolis et
         al. 2025). Default: the run's own size.
-    confidence : float, default 0.9
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of the bounds on the rate, the interval and the ETTR.
     cost_h, restart_h : float, optional
         Checkpoint write and restart overhead to use instead of the measured
@@ -523,12 +526,29 @@ def decision_scale_sweep(
     return out.sort("gpus")
 
 
+class LossesFilled(NamedTuple):
+    """Interruptions with their lost GPU-hours, and what could not be filled.
+
+    Unpacks as ``interruptions, note``.
+
+    Parameters
+    ----------
+    interruptions : pl.DataFrame
+        The interruptions with ``lost_gpu_h`` and ``lost_basis`` filled where possible.
+    note : str, optional
+        What could not be filled and why; None when every figure is filled.
+    """
+
+    interruptions: pl.DataFrame
+    note: str | None
+
+
 def interruptions_with_losses(
     interruptions: pl.DataFrame,
     checkpoints: pl.DataFrame | None,
     jobs: pl.DataFrame | None = None,
     job_nodes: pl.DataFrame | None = None,
-) -> tuple[pl.DataFrame, str | None]:
+) -> LossesFilled:
     """Fill the interruptions' really lost GPU-hours from the store's checkpoint log.
 
     Parameters
@@ -553,12 +573,15 @@ def interruptions_with_losses(
 
     n = interruptions.height
     if n == 0:
-        return interruptions, None
+        return LossesFilled(interruptions, None)
     if checkpoints is None or checkpoints.height == 0:
-        return interruptions, (
-            "lost_gpu_h needs the run's checkpoint log (relkit ingest --kind "
-            "checkpoints); without it only lost_gpu_h_upper, the whole attempt's "
-            "GPU-hours, is known"
+        return LossesFilled(
+            interruptions,
+            (
+                "lost_gpu_h needs the run's checkpoint log (relkit ingest --kind "
+                "checkpoints); without it only lost_gpu_h_upper, the whole attempt's "
+                "GPU-hours, is known"
+            ),
         )
     goodput = run_goodput(checkpoints, jobs, job_nodes)
     out = interruption_losses(interruptions, goodput.attempts)
@@ -570,7 +593,24 @@ def interruptions_with_losses(
             "checkpoint log (same job id, end within 120 s): their lost_gpu_h is "
             "null and only lost_gpu_h_upper (the whole attempt) is known"
         )
-    return out, note
+    return LossesFilled(out, note)
+
+
+class PerModePlan(NamedTuple):
+    """The per-mode failure models of a run and the checkpoint optimum they give.
+
+    Unpacks as ``modes, optimum``.
+
+    Parameters
+    ----------
+    modes : pl.DataFrame
+        One row per failure mode with its Weibull fit and whether it was used.
+    optimum : RenewalOptimum
+        The renewal-reward optimum of the job's survival.
+    """
+
+    modes: pl.DataFrame
+    optimum: "checkpoint.RenewalOptimum"
 
 
 def per_mode_checkpoint_plan(
@@ -585,7 +625,7 @@ def per_mode_checkpoint_plan(
     sources: pl.DataFrame | None = None,
     log_spans: pl.DataFrame | None = None,
     failure_modes: pl.DataFrame | None = None,
-) -> tuple[pl.DataFrame, "checkpoint.RenewalOptimum"]:
+) -> PerModePlan:
     """Find the checkpoint interval of a job on ``n_nodes`` from per-mode Weibull fits.
 
     Parameters
@@ -675,4 +715,4 @@ def per_mode_checkpoint_plan(
     optimum = checkpoint.renewal_optimum(
         cost_h=cost_h, restart_h=restart_h, components=components, downtime_h=queue_h
     )
-    return modes, optimum
+    return PerModePlan(modes, optimum)

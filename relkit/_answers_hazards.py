@@ -14,6 +14,7 @@ from typing import Literal
 import polars as pl
 
 from relkit import survival
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import InsufficientDataError, SchemaError
 from relkit.observation import observe, restrict_to_mode, to_service_clock
 
@@ -47,7 +48,7 @@ def hazards_by(
     endpoint: Literal["first-failure", "tbf"] = "first-failure",
     model: Literal["cox", "weibull_aft"] = "cox",
     categorical: Sequence[str] = (),
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     window_end: datetime | None = None,
     sources: pl.DataFrame | None = None,
     log_spans: pl.DataFrame | None = None,
@@ -76,7 +77,7 @@ def hazards_by(
         :func:`relkit.survival.weibull_aft`).
     categorical : sequence of str, default ()
         Numeric attributes to treat as categorical.
-    confidence : float, default 0.95
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Level of the intervals.
     window_end : datetime, optional
         End of observation (UTC); defaults to the end of data.

@@ -9,11 +9,12 @@ import dataclasses
 import warnings
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import polars as pl
 
 from relkit import repairable
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import InsufficientDataError, InvalidParameterError, RelkitWarning
 from relkit.observation import (
     ASSUMED_BASIS,
@@ -29,6 +30,7 @@ from relkit.observation import (
 
 __all__ = [
     "PERIODS",
+    "RepairableFrames",
     "mcf_by",
     "mtbf_by_period",
     "repairable_frames",
@@ -47,13 +49,33 @@ def _hours(col: str, origin: datetime) -> pl.Expr:
     return (pl.col(col) - pl.lit(origin)).dt.total_microseconds() / _US_PER_H
 
 
+class RepairableFrames(NamedTuple):
+    """Failure times and observation windows of repairable units, and notes.
+
+    Unpacks as ``events, units, notes``.
+
+    Parameters
+    ----------
+    events : pl.DataFrame
+        ``unit_id``, ``time_h`` and the failure attributes of ``by``.
+    units : pl.DataFrame
+        ``unit_id``, ``entry_h``, ``exit_h`` and the unit attributes of ``by``.
+    notes : list of str
+        Failures folded or left out, in words.
+    """
+
+    events: pl.DataFrame
+    units: pl.DataFrame
+    notes: list[str]
+
+
 def repairable_frames(
     obs: Observation,
     *,
     by: Sequence[str] = (),
     failure_mode: str | None = None,
     clock: Literal["age", "calendar"] = "age",
-) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
+) -> RepairableFrames:
     """Turn an observation into the events and units of :mod:`relkit.repairable`.
 
     Parameters
@@ -75,8 +97,8 @@ def repairable_frames(
 
     Returns
     -------
-    tuple
-        ``(events, units, notes)``: ``events`` with ``unit_id``, ``time_h``
+    RepairableFrames
+        Named tuple ``(events, units, notes)``: ``events`` with ``unit_id``, ``time_h``
         and the failure attributes of ``by``; ``units`` with ``unit_id``,
         ``entry_h``, ``exit_h`` and the unit attributes of ``by``; ``notes``
         in words (failures folded, failures left out).
@@ -194,7 +216,7 @@ def repairable_frames(
             "the origin of that unit's clock, not failures within it, and are not "
             "counted"
         )
-    return event_frame, unit_frame, notes
+    return RepairableFrames(event_frame, unit_frame, notes)
 
 
 def _drop_origins(
@@ -264,7 +286,7 @@ def mcf_by(
     *,
     by: Sequence[str] = (),
     failure_mode: str | None = None,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     window_start: datetime | None = None,
     window_end: datetime | None = None,
     window_min: float | None = None,
@@ -284,7 +306,7 @@ def mcf_by(
         Only this mode's node failures
         (:func:`relkit.observation.restrict_to_mode`: a mode such as
         ``gpu/hang``, or a root cause such as ``gpu`` for all of its modes).
-    confidence : float, default 0.95
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of the bounds.
     window_start, window_end : datetime, optional
         Observation window (UTC), as :func:`relkit.answers.mtbf_by`.
@@ -345,7 +367,7 @@ def trend_by(
     failure_mode: str | None = None,
     unit: Literal["node", "fleet"] = "node",
     clock: Literal["age", "calendar"] = "age",
-    confidence: float = 0.9,
+    confidence: float = DEFAULT_CONFIDENCE,
     alpha: float = 0.05,
     window_start: datetime | None = None,
     window_end: datetime | None = None,
@@ -375,7 +397,7 @@ def trend_by(
     clock : {"age", "calendar"}, default "age"
         For ``unit="node"``: time is each node's age in service, or calendar
         hours (see :func:`repairable_frames`). ``"fleet"`` is calendar time.
-    confidence : float, default 0.9
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of the Crow-AMSAA bounds.
     alpha : float, default 0.05
         Level at which a test's direction names a trend.
@@ -573,7 +595,7 @@ def mtbf_by_period(
     *,
     period: Literal["month", "quarter"] = "month",
     by: Sequence[str] = (),
-    confidence: float = 0.9,
+    confidence: float = DEFAULT_CONFIDENCE,
     window_start: datetime | None = None,
     window_end: datetime | None = None,
     window_min: float | None = None,

@@ -23,6 +23,7 @@ from typing import Literal
 import polars as pl
 
 from relkit import survival
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import InsufficientDataError, RelkitWarning, SchemaError
 from relkit.observation import (
     Observation,
@@ -970,7 +971,7 @@ def first_failure_survival(
     assets: pl.DataFrame,
     *,
     systems: Sequence[str] | None = None,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     window_end: datetime | None = None,
     sources: pl.DataFrame | None = None,
     log_spans: pl.DataFrame | None = None,
@@ -984,7 +985,7 @@ def first_failure_survival(
         The store's ``events`` and ``assets`` tables.
     systems : sequence of str, optional
         Systems to include; all by default.
-    confidence : float, default 0.95
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Level of the pointwise confidence band.
     window_end : datetime, optional
         End of observation (UTC); defaults to the end of data.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import RelkitError
 
 #: ``typing.TYPE_CHECKING`` without importing typing (start-up time, issue 13
@@ -182,8 +183,8 @@ def add_competing_verbs(
     p.add_argument(
         "--confidence",
         type=float,
-        default=0.95,
-        help="two-sided level of the pointwise bands (default 0.95)",
+        default=DEFAULT_CONFIDENCE,
+        help=f"two-sided level of the pointwise bands (default {DEFAULT_CONFIDENCE:g})",
     )
     p.add_argument(
         "--window-end", help="ISO 8601 instant with zone (default: end of data)"

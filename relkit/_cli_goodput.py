@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import RelkitError
 
 #: ``typing.TYPE_CHECKING`` without importing typing (start-up time, issue 13
@@ -181,7 +182,7 @@ def _cmd_checkpoint(
         )
         raise RelkitError(msg)
     if not 0.0 < args.confidence < 1.0:
-        msg = f"--confidence {args.confidence} must be between 0 and 1, e.g. 0.9"
+        msg = f"--confidence {args.confidence} must be between 0 and 1, e.g. 0.95"
         raise RelkitError(msg)
     goodput = _goodput(args, parse_instant)
     for note in goodput.notes:
@@ -436,8 +437,9 @@ def add_goodput_verbs(
     p.add_argument(
         "--confidence",
         type=float,
-        default=0.9,
-        help="with --db: two-sided level of the bounds (default 0.9)",
+        default=DEFAULT_CONFIDENCE,
+        help="with --db: two-sided level of the bounds "
+        f"(default {DEFAULT_CONFIDENCE:g})",
     )
     _add_run_options(p)
     add_format(p)

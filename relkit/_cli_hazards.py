@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import math
 
+from relkit.defaults import DEFAULT_CONFIDENCE
+
 #: ``typing.TYPE_CHECKING`` without importing typing (start-up time, issue 13
 #: §3); type checkers read this name as True.
 TYPE_CHECKING = False
@@ -213,7 +215,10 @@ def add_hazards_verbs(
         help="numeric attributes to treat as categorical (one ratio per level)",
     )
     p.add_argument(
-        "--confidence", type=float, default=0.95, help="interval level (0.95)"
+        "--confidence",
+        type=float,
+        default=DEFAULT_CONFIDENCE,
+        help=f"interval level (default {DEFAULT_CONFIDENCE:g})",
     )
     p.add_argument("--window-end", help="end of observation, ISO 8601 with a zone")
     add_format(p)

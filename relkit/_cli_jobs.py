@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import warnings
 
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import RelkitError, RelkitWarning
 
 #: ``typing.TYPE_CHECKING`` without importing typing (start-up time, issue 13
@@ -468,7 +469,12 @@ def add_job_verbs(
     p.add_argument(
         "--gpus-per-node", type=int, default=8, help="GPUs per node (default: 8)"
     )
-    p.add_argument("--confidence", type=float, default=0.9)
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=DEFAULT_CONFIDENCE,
+        help=f"two-sided level of the bounds (default {DEFAULT_CONFIDENCE:g})",
+    )
     p.add_argument(
         "--window-min",
         type=float,
@@ -487,7 +493,12 @@ def add_job_verbs(
         "--causes",
         help="causes counted as failures (default hardware,network,infrastructure)",
     )
-    p.add_argument("--confidence", type=float, default=0.9)
+    p.add_argument(
+        "--confidence",
+        type=float,
+        default=DEFAULT_CONFIDENCE,
+        help=f"two-sided level of the bounds (default {DEFAULT_CONFIDENCE:g})",
+    )
     add_format(p)
     p.set_defaults(func=lambda a: _cmd_job_mttf(a, emit, progress))
 

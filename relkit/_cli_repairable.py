@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import warnings
 
+from relkit.defaults import DEFAULT_CONFIDENCE
+
 #: ``typing.TYPE_CHECKING`` without importing typing (start-up time, issue 13
 #: §3); type checkers read this name as True.
 TYPE_CHECKING = False
@@ -157,8 +159,9 @@ def add_repairable_verbs(
     p.add_argument(
         "--confidence",
         type=float,
-        default=0.9,
-        help="two-sided level of the Crow-AMSAA bounds (default 0.9)",
+        default=DEFAULT_CONFIDENCE,
+        help="two-sided level of the Crow-AMSAA bounds "
+        f"(default {DEFAULT_CONFIDENCE:g})",
     )
     p.add_argument(
         "--alpha",
@@ -176,8 +179,8 @@ def add_repairable_verbs(
     p.add_argument(
         "--confidence",
         type=float,
-        default=0.95,
-        help="two-sided level of the bounds (default 0.95)",
+        default=DEFAULT_CONFIDENCE,
+        help=f"two-sided level of the bounds (default {DEFAULT_CONFIDENCE:g})",
     )
     add_format(p)
     p.set_defaults(func=lambda a: _cmd_mcf(a, emit, progress, parse_instant))

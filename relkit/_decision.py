@@ -16,6 +16,8 @@ from relkit._renewal import (
     renewal_ettr,
     renewal_optimum,
 )
+from relkit.defaults import DEFAULT_CONFIDENCE
+from relkit.display import html_table
 from relkit.errors import InvalidParameterError
 
 __all__ = ["CheckpointDecision", "checkpoint_decision"]
@@ -83,6 +85,10 @@ class CheckpointDecision:
         out["assumptions"] = list(self.assumptions)
         return out
 
+    def _repr_html_(self) -> str:
+        """Return a small HTML table for Jupyter."""
+        return html_table("Checkpoint interval decision with bounds", self.to_dict())
+
 
 def _ettr_at(lam: float, a: float, dt: float, w: float) -> float:
     """Return the ETTR of interval dt at rate lam.
@@ -106,7 +112,7 @@ def checkpoint_decision(
     restart_h: float,
     cost_h: float,
     queue_h: float = 0.0,
-    confidence: float = 0.9,
+    confidence: float = DEFAULT_CONFIDENCE,
     scale: float = 1.0,
     model: Sequence[WeibullComponent] | None = None,
 ) -> CheckpointDecision:
@@ -124,7 +130,7 @@ def checkpoint_decision(
         Blocking checkpoint write w in hours, > 0.
     queue_h : float, default 0.0
         Queue wait q per interruption in hours, >= 0.
-    confidence : float, default 0.9
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided confidence level of the rate bounds, in (0, 1) (one-sided
         when ``n_failures`` is 0).
     scale : float, default 1.0
@@ -193,9 +199,9 @@ def checkpoint_decision(
     ...     round(x * 60, 1)
     ...     for x in (d.interval_lower_h, d.interval_h, d.interval_upper_h)
     ... ]
-    [17.0, 17.8, 18.6]
+    [16.8, 17.8, 18.8]
     >>> round(d.expected_ettr_lower, 4), round(d.expected_ettr, 4)
-    (0.8423, 0.8504)
+    (0.8407, 0.8504)
     >>> checkpoint_decision(n_failures=3, exposure_h=0.0, restart_h=0.1, cost_h=0.01)
     Traceback (most recent call last):
     ...

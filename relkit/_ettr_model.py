@@ -12,6 +12,7 @@ import polars as pl
 
 from relkit._checks import checked as _checked
 from relkit._checks import whole_nodes as _n_nodes
+from relkit.display import html_table
 from relkit.errors import InvalidParameterError
 from relkit.metrics import per_node_day
 
@@ -267,6 +268,10 @@ class ETTRModel:
             Field name to value.
         """
         return asdict(self)
+
+    def _repr_html_(self) -> str:
+        """Return a small HTML table for Jupyter."""
+        return html_table("Expected ETTR (Kokolis et al. model)", self.to_dict())
 
 
 def ettr_model(

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from relkit._checks import checked as _checked
+from relkit.display import html_table
 from relkit.errors import InvalidParameterError
 
 __all__ = [
@@ -395,6 +396,12 @@ class RenewalOptimum:
             Field name to value.
         """
         return asdict(self)
+
+    def _repr_html_(self) -> str:
+        """Return a small HTML table for Jupyter."""
+        return html_table(
+            "Optimum interval under a fitted failure model", self.to_dict()
+        )
 
 
 def renewal_optimum(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from relkit import _html
+from relkit.defaults import DEFAULT_CONFIDENCE
 
 if TYPE_CHECKING:
     from relkit.observation import Observation
@@ -42,7 +43,7 @@ class ReportAssumptions:
         How many of the systems with most records get survival curves.
     """
 
-    confidence: float = 0.9
+    confidence: float = DEFAULT_CONFIDENCE
     cost_h: float = 5.0 / 60.0
     restart_h: float = 10.0 / 60.0
     min_failures: int = 100

@@ -14,6 +14,7 @@ from relkit._checks import fraction as _fraction
 from relkit._checks import whole as _whole
 from relkit._checks import whole_nodes as _n_nodes
 from relkit._ettr_model import ettr_value, optimal_interval
+from relkit.display import html_table
 from relkit.errors import InsufficientDataError, InvalidParameterError, SchemaError
 from relkit.schema import require_columns
 
@@ -229,6 +230,10 @@ class TwoLevelPlan:
         """
         return asdict(self)
 
+    def _repr_html_(self) -> str:
+        """Return a small HTML table for Jupyter."""
+        return html_table("Two-level checkpoint plan", self.to_dict())
+
 
 def two_level_optimum(
     *,
@@ -411,6 +416,10 @@ class NodeKeepingShare:
             Field name to value.
         """
         return asdict(self)
+
+    def _repr_html_(self) -> str:
+        """Return a small HTML table for Jupyter."""
+        return html_table("Share of failures that keep their node", self.to_dict())
 
 
 def node_keeping_share(

@@ -17,6 +17,7 @@ from relkit import checkpoint, metrics
 from relkit._answers_competing import (
     OTHER_MODE,
     CompetingRisks,
+    FirstFailureModes,
     competing_risks_by,
     cumulative_incidence_by,
     first_failure_modes,
@@ -25,6 +26,8 @@ from relkit._answers_competing import (
 from relkit._answers_goodput import (
     FIRST_ORDER_LOAD_LIMIT,
     SWEEP_GPUS,
+    LossesFilled,
+    PerModePlan,
     decide_checkpoints,
     decision_curve,
     decision_scale_sweep,
@@ -36,6 +39,7 @@ from relkit._answers_hazards import hazards_by
 from relkit._answers_lemons import LEMON_FIELDS, lemons
 from relkit._answers_repairable import (
     PERIODS,
+    RepairableFrames,
     mcf_by,
     mtbf_by_period,
     repairable_frames,
@@ -52,6 +56,7 @@ from relkit._answers_survival import (
     survival_table,
     time_between_failures,
 )
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import InsufficientDataError, SchemaError
 from relkit.observation import (
     ASSUMED_BASIS,
@@ -77,7 +82,11 @@ __all__ = [
     "PERIODS",
     "SWEEP_GPUS",
     "CompetingRisks",
+    "FirstFailureModes",
     "GPUFailures",
+    "LossesFilled",
+    "PerModePlan",
+    "RepairableFrames",
     "checkpoint_plan_by_system",
     "competing_risks_by",
     "cumulative_incidence_by",
@@ -158,7 +167,7 @@ def mtbf_by(
     assets: pl.DataFrame,
     *,
     by: Sequence[str] = (),
-    confidence: float = 0.9,
+    confidence: float = DEFAULT_CONFIDENCE,
     window_start: datetime | None = None,
     window_end: datetime | None = None,
     window_min: float | None = None,
@@ -188,7 +197,7 @@ def mtbf_by(
         ``batch``) and/or failure attributes (``failure_mode``,
         ``root_cause``, ``sub_cause``, ``code``, ``severity``, any events
         column).
-    confidence : float, default 0.9
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided confidence level of the bounds, in (0, 1).
     window_start, window_end : datetime, optional
         Observation window (UTC), half-open. A declared end clips every window
@@ -276,7 +285,7 @@ def mtbf_of(
     obs: Observation,
     *,
     by: Sequence[str] = (),
-    confidence: float = 0.9,
+    confidence: float = DEFAULT_CONFIDENCE,
     unit: Literal["node", "gpu"] | None = None,
     gpus_per_node: int = 8,
     min_exposure_h: float = MIN_EXPOSURE_H,

@@ -44,6 +44,7 @@ from relkit._two_level import (
     two_level_optimum,
 )
 from relkit._whatif import solve_whatif, whatif
+from relkit.display import html_table
 from relkit.errors import InvalidParameterError, RelkitWarning, SchemaError
 
 __all__ = [
@@ -406,6 +407,10 @@ class CheckpointIntervals:
             Field name to value.
         """
         return asdict(self)
+
+    def _repr_html_(self) -> str:
+        """Return a small HTML table for Jupyter."""
+        return html_table("Optimum checkpoint intervals (hours)", self.to_dict())
 
 
 def checkpoint_intervals(

@@ -268,6 +268,7 @@ class Store:
         self, path: str | Path = "relkit.duckdb", *, read_only: bool = False
     ) -> None:
         self.path = str(path)
+        self.read_only = read_only
         existed = self.path == ":memory:" or Path(self.path).exists()
         self._created = not existed
         if read_only and self.path != ":memory:" and not Path(self.path).exists():
@@ -322,6 +323,75 @@ class Store:
             )
         except duckdb.Error:  # pragma: no cover - a broken connection: keep the file
             return False
+
+    # -- display ----------------------------------------------------------------
+    def table_counts(self) -> dict[str, int]:
+        """Count the rows of each canonical table.
+
+        Returns
+        -------
+        dict of str to int
+            Table name to row count, in the order of
+            :data:`relkit.schema.TABLE_COLUMNS`.
+
+        Raises
+        ------
+        RelkitError
+            If the store is closed.
+
+        Examples
+        --------
+        >>> with Store(":memory:") as store:
+        ...     store.table_counts()["events"]
+        0
+        """
+        try:
+            return {
+                name: int(
+                    self._con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
+                )
+                for name in TABLE_COLUMNS
+            }
+        except duckdb.Error as exc:
+            msg = f"{self.path}: cannot count rows, the store is closed ({exc})."
+            raise RelkitError(msg) from exc
+
+    def _summary(self) -> tuple[str, dict[str, int] | None]:
+        """Return the heading line and the counts (None when closed)."""
+        mode = "read-only" if self.read_only else "read-write"
+        try:
+            counts: dict[str, int] | None = self.table_counts()
+        except RelkitError:
+            counts = None
+        state = mode if counts is not None else "closed"
+        head = f"Store({self.path!r}, schema version {SCHEMA_VERSION}, {state})"
+        return head, counts
+
+    def __repr__(self) -> str:
+        """Show the path, schema version, mode and each table's row count."""
+        head, counts = self._summary()
+        if counts is None:
+            return head
+        width = max(len(n) for n in counts)
+        rows = [f"  {n:<{width}} {c:>12,} rows" for n, c in counts.items()]
+        return "\n".join([head, *rows])
+
+    def _repr_html_(self) -> str:
+        """Show the same as :meth:`__repr__` as an HTML table, for Jupyter."""
+        import html
+
+        head, counts = self._summary()
+        if counts is None:
+            return f"<p><code>{html.escape(head)}</code></p>"
+        rows = "".join(
+            f"<tr><td><code>{html.escape(n)}</code></td>"
+            f"<td style='text-align:right'>{c:,}</td></tr>"
+            for n, c in counts.items()
+        )
+        return (
+            f"<table class='relkit-store'><caption>{html.escape(head)}</caption>"
+            f"<tr><th>table</th><th>rows</th></tr>{rows}</table>"
+        )
 
     @property
     def connection(self) -> duckdb.DuckDBPyConnection:

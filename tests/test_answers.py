@@ -71,7 +71,7 @@ def test_zero_failure_groups_have_only_a_lower_bound(lanl_tables: Tables) -> Non
 
     Lower bound for r = 0 over T hours at c = 0.9: 2T/χ²(0.9; 2) = T / 2.302585.
     """
-    out = answers.mtbf_by(*lanl_tables, by=["system", "root_cause"])
+    out = answers.mtbf_by(*lanl_tables, by=["system", "root_cause"], confidence=0.9)
     zero = out.filter(pl.col("n_failures") == 0)
     assert zero.height > 0
     assert zero["mtbf_h"].null_count() == zero.height

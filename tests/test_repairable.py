@@ -125,9 +125,9 @@ def test_ref_crow_amsaa_reliawiki_example() -> None:
     """ReliaWiki's Crow-AMSAA example (URL above): beta 0.6142, lambda 0.4239
     (failure-terminated). Unbiased (n-2)/n beta = 0.5584 (MIL-HDBK-189C).
     Current MTBF = 1/(lambda beta T^(beta-1)) = T/(n beta) = 620/(22*0.6142)."""
-    fit = crow_amsaa(*_one(RELIAWIKI_TIMES, 620.0), terminated="failure").row(
-        0, named=True
-    )
+    fit = crow_amsaa(
+        *_one(RELIAWIKI_TIMES, 620.0), terminated="failure", confidence=0.9
+    ).row(0, named=True)
     assert round(fit["beta"], 4) == 0.6142
     assert round(fit["lambda_per_h_beta"], 4) == 0.4239
     assert fit["beta_unbiased"] == pytest.approx(fit["beta"] * 20 / 22)

@@ -17,11 +17,12 @@ was read from the same path is refused unless ``replace=True`` (``--replace``).
 """
 
 import datetime as dt
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from relkit.errors import IngestError
+from relkit.errors import IngestError, RelkitWarning
 from relkit.ingest._common import IngestResult
 from relkit.ingest._hostlist import expand_hostlist
 from relkit.ingest.checkpoints import looks_like_checkpoints, read_checkpoints
@@ -338,15 +339,17 @@ def read_path(
     fields: Sequence[str] | str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[IngestResult]:
-    """Ingest a file, or for ``kind="kernel"`` a directory of per-host logs.
+    r"""Ingest a file or a directory of files of one kind.
 
     Parameters
     ----------
     store : Store
         Open, writable store.
     path : str or Path
-        A file; with ``kind="kernel"`` also a directory (each file its own
-        source); with ``kind="parsed-logs"`` the Parquet output of
+        A file, or a directory whose files (not sub-directories) are read in
+        name order, each its own source: per-host kernel logs, daily sacct
+        dumps, monthly event exports. Hidden files are left out with a
+        warning. With ``kind="parsed-logs"`` the Parquet output of
         :mod:`relkit.distributed` (a directory or file; each log file its own
         ``kernel`` source, :func:`read_parsed_logs`).
     kind : str
@@ -388,7 +391,26 @@ def read_path(
     Raises
     ------
     IngestError
-        As :func:`read_file`.
+        As :func:`read_file`, at the first file that fails (the files before
+        it stay ingested), or if a directory holds no files.
+
+    Warns
+    -----
+    RelkitWarning
+        If a directory holds hidden files, which are left out.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from relkit.store import Store
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> for name, day in (("a.csv", "01"), ("b.csv", "02")):
+    ...     text = f"ts,host,failure_mode\n2024-01-{day}T00:00:00Z,n1,gpu/xid79\n"
+    ...     _ = (folder / name).write_text(text)
+    >>> results = read_path(Store(":memory:"), folder, kind="events")
+    >>> [(Path(r.path).name, r.n_loaded) for r in results]
+    [('a.csv', 1), ('b.csv', 1)]
     """
     if kind == "parsed-logs":  # parsed on Ray or Spark: the options were used there
         _refuse_unread_options(
@@ -434,7 +456,7 @@ def read_path(
     return [
         read_file(
             store,
-            path,
+            file,
             kind=kind,
             tz=tz,
             replace=replace,
@@ -447,7 +469,35 @@ def read_path(
             as_of=as_of,
             fields=fields,
         )
+        for file in _directory_files(path)
     ]
+
+
+def _directory_files(path: str | Path) -> list[Path]:
+    """Return ``[path]`` for a file, or a directory's files sorted by name.
+
+    Hidden files (``.name``) are left out with a warning; a directory with
+    nothing to read is an error.
+    """
+    p = Path(path)
+    if not p.is_dir():
+        return [p]
+    entries = sorted(f for f in p.iterdir() if f.is_file())
+    hidden = [f.name for f in entries if f.name.startswith(".")]
+    files = [f for f in entries if not f.name.startswith(".")]
+    if hidden:
+        msg = (
+            f"{p}: left out {len(hidden)} hidden file(s), e.g. {hidden[:5]}; "
+            "ingest one by its path to read it."
+        )
+        warnings.warn(msg, RelkitWarning, stacklevel=3)
+    if not files:
+        msg = (
+            "the directory holds no files to read (sub-directories are not "
+            "searched); give a file or a directory of files of one kind."
+        )
+        raise IngestError(p, msg)
+    return files
 
 
 #: The kind-specific options of :func:`read_file` / :func:`read_path` and the

@@ -22,6 +22,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from relkit.display import html_table
 from relkit.errors import IngestError
 from relkit.schema import UTC
 from relkit.store import Store, file_identities
@@ -186,6 +187,10 @@ class IngestResult:
         out["flag_counts"] = self.flag_summary()
         del out["n_reasons"]
         return out
+
+    def _repr_html_(self) -> str:
+        """Return a small HTML table for Jupyter."""
+        return html_table("Ingested file", self.to_dict())
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from relkit.jobs._attempts import (
 from relkit.jobs._attribution import (
     DEFAULT_SLACK_MIN,
     INTERRUPTION_SCHEMA,
+    JobInterruptions,
     build_interruptions,
     job_interruptions,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "STATE_CAUSE",
     "Goodput",
     "InterruptionSummary",
+    "JobInterruptions",
     "build_interruptions",
     "build_job_attempts",
     "drop_repeated_records",

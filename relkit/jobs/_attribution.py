@@ -7,6 +7,7 @@ it a cause and a kind (see :mod:`relkit.jobs`).
 """
 
 from datetime import datetime
+from typing import NamedTuple
 
 import polars as pl
 
@@ -26,6 +27,7 @@ from relkit.taxonomy import (
 __all__ = [
     "DEFAULT_SLACK_MIN",
     "INTERRUPTION_SCHEMA",
+    "JobInterruptions",
     "build_interruptions",
     "job_interruptions",
 ]
@@ -443,6 +445,23 @@ def build_interruptions(
     )
 
 
+class JobInterruptions(NamedTuple):
+    """Job attempts and their interruptions, from a store's tables.
+
+    Unpacks as ``attempts, interruptions``.
+
+    Parameters
+    ----------
+    attempts : pl.DataFrame
+        :func:`build_job_attempts` of the tables.
+    interruptions : pl.DataFrame
+        :func:`build_interruptions` of the attempts against the incidents.
+    """
+
+    attempts: pl.DataFrame
+    interruptions: pl.DataFrame
+
+
 def job_interruptions(
     jobs: pl.DataFrame,
     job_nodes: pl.DataFrame,
@@ -454,7 +473,7 @@ def job_interruptions(
     after_end_min: float = 1.0,
     gpus_per_node: int | None = None,
     failure_modes: pl.DataFrame | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+) -> JobInterruptions:
     """Build job attempts and their interruptions from a store's tables.
 
     Parameters
@@ -506,6 +525,9 @@ def job_interruptions(
         end_of_log=end_of_log,
         failure_modes=failure_modes,
     )
-    return attempts, build_interruptions(
-        attempts, incidents, slack_min=slack_min, after_end_min=after_end_min
+    return JobInterruptions(
+        attempts,
+        build_interruptions(
+            attempts, incidents, slack_min=slack_min, after_end_min=after_end_min
+        ),
     )

@@ -91,6 +91,18 @@ class Goodput:
             "notes": list(self.notes),
         }
 
+    def _repr_html_(self) -> str:
+        """Show the runs table and the notes, for Jupyter."""
+        import html
+
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        return (
+            f"<p>Goodput of {self.runs.height:,} run(s), "
+            f"{self.attempts.height:,} attempt(s)</p>"
+            + self.runs._repr_html_()
+            + (f"<ul>{notes}</ul>" if notes else "")
+        )
+
 
 # -- inputs ---------------------------------------------------------------------------
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import polars as pl
 
+from relkit.defaults import DEFAULT_CONFIDENCE
+from relkit.display import html_table
 from relkit.errors import InvalidParameterError
 from relkit.schema import require_columns
 from relkit.taxonomy import FAILURE_MODES, LLAMA3_TABLE5
@@ -250,6 +252,10 @@ class InterruptionSummary:
         """
         return asdict(self)
 
+    def _repr_html_(self) -> str:
+        """Return a small HTML table for Jupyter."""
+        return html_table("Interruption summary", self.to_dict())
+
 
 def interruption_summary(
     interruptions: pl.DataFrame,
@@ -258,7 +264,7 @@ def interruption_summary(
     job_ids: Sequence[str] | None = None,
     window_start: datetime | None = None,
     window_end: datetime | None = None,
-    confidence: float = 0.9,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> InterruptionSummary:
     r"""Count interruptions by kind and the mean time between them.
 
@@ -273,7 +279,7 @@ def interruption_summary(
     window_start, window_end : datetime, optional
         The observation window (UTC, half-open). Default: from the first
         attempt's start to the last attempt's stop (of ``job_ids``).
-    confidence : float, default 0.9
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of the bounds, in (0, 1).
 
     Returns

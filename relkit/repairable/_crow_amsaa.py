@@ -7,6 +7,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, stats
 
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import InvalidParameterError
 from relkit.repairable._frames import GroupData, iter_groups
 from relkit.repairable._trend import check_terminated
@@ -119,7 +120,7 @@ def crow_amsaa(
     *,
     by: Sequence[str] = (),
     terminated: Literal["time", "failure"] = "time",
-    confidence: float = 0.9,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> pl.DataFrame:
     r"""Fit the Crow-AMSAA power-law process and its current (instantaneous) MTBF.
 
@@ -133,7 +134,7 @@ def crow_amsaa(
         Grouping columns (see :func:`mean_cumulative_function`).
     terminated : {"time", "failure"}, default "time"
         As :func:`trend_tests`; it changes the unbiased shape and its bounds.
-    confidence : float, default 0.9
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of the bounds, in (0, 1).
 
     Returns

@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import InvalidParameterError
 from relkit.repairable._frames import GroupData, iter_groups
 
@@ -56,7 +57,7 @@ def mean_cumulative_function(
     units: pl.DataFrame,
     *,
     by: Sequence[str] = (),
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> pl.DataFrame:
     r"""Estimate the mean cumulative number of failures per unit (Nelson's MCF).
 
@@ -77,7 +78,7 @@ def mean_cumulative_function(
     by : sequence of str, default ()
         Grouping columns. A column of ``units`` splits the units; a column
         found only in ``events`` splits the failures, all units at risk.
-    confidence : float, default 0.95
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of the pointwise bounds, in (0, 1).
 
     Returns

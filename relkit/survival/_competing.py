@@ -32,6 +32,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import InsufficientDataError, SchemaError
 from relkit.schema import require_columns
 from relkit.survival._common import (
@@ -141,7 +142,7 @@ def cumulative_incidence(
     *,
     mode: str = "failure_mode",
     by: Sequence[str] = (),
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     transform: Transform = "loglog",
     invalid: Literal["raise", "drop"] = "raise",
 ) -> pl.DataFrame:
@@ -161,7 +162,7 @@ def cumulative_incidence(
         Name of the failure-mode column.
     by : sequence of str, default ()
         Grouping columns (one estimate per group and mode).
-    confidence : float, default 0.95
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of the pointwise band, in (0, 1).
     transform : {"loglog", "cloglog"}, default "loglog"
         Scale of the band: ``loglog`` is :math:`\log(-\log F)` (Choudhury

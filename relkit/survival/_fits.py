@@ -7,6 +7,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import ConvergenceError, SchemaError
 from relkit.survival._common import check_confidence, duration_resolution_h, prepare
 from relkit.survival._gof import GOF_NAME, km_distance
@@ -234,7 +235,7 @@ def fit_lifetime_models(
     *,
     by: Sequence[str] = (),
     models: Sequence[Model] = DEFAULT_MODELS,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     resolution_h: float | None = None,
     zero_duration_h: float | None = None,
     invalid: Literal["raise", "drop"] = "raise",
@@ -259,7 +260,7 @@ def fit_lifetime_models(
         same log-likelihood as lifelines' fitters to 1e-6 (tested) about 20x
         faster, and gamma and generalized gamma in milliseconds where
         lifelines' autograd took a minute.
-    confidence : float, default 0.95
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of the Wald intervals on the parameters.
     resolution_h : float, optional
         Resolution of the time stamps the durations came from (h), e.g.
@@ -514,7 +515,7 @@ def fit_lifetimes(
     *,
     by: Sequence[str] = (),
     models: Sequence[Model] = DEFAULT_MODELS,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     resolution_h: float | None = None,
     zero_duration_h: float | None = None,
     invalid: Literal["raise", "drop"] = "raise",
@@ -530,7 +531,7 @@ def fit_lifetimes(
     models : sequence of str, default :data:`DEFAULT_MODELS`
         Candidate models (any of :data:`MODELS`); ``"weibull"`` is always
         fitted for the Weibull columns.
-    confidence : float, default 0.95
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of the Weibull shape interval.
     resolution_h, zero_duration_h : float, optional
         Handling of zero-length failure spells; see :func:`fit_lifetime_models`.

@@ -7,6 +7,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import InsufficientDataError
 from relkit.survival._common import (
     MAX_ROWS,
@@ -145,7 +146,7 @@ def kaplan_meier(
     table: pl.DataFrame,
     *,
     by: Sequence[str] = (),
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     invalid: Literal["raise", "drop"] = "raise",
     max_rows: int = MAX_ROWS,
 ) -> pl.DataFrame:
@@ -158,7 +159,7 @@ def kaplan_meier(
         (bool) and the ``by`` columns.
     by : sequence of str, default ()
         One curve per group.
-    confidence : float, default 0.95
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of the pointwise interval (lifelines' exponential
         Greenwood, log(-log) scale).
     invalid : {"raise", "drop"}, default "raise"
@@ -236,7 +237,7 @@ def nelson_aalen(
     table: pl.DataFrame,
     *,
     by: Sequence[str] = (),
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     invalid: Literal["raise", "drop"] = "raise",
     max_rows: int = MAX_ROWS,
 ) -> pl.DataFrame:
@@ -248,7 +249,7 @@ def nelson_aalen(
         Survival table, as for :func:`kaplan_meier`.
     by : sequence of str, default ()
         One curve per group.
-    confidence : float, default 0.95
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Two-sided level of lifelines' pointwise interval.
     invalid : {"raise", "drop"}, default "raise"
         See :func:`validate_survival_table`.

@@ -57,6 +57,7 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import ConvergenceError, InsufficientDataError, SchemaError
 from relkit.survival._common import check_confidence, entry_for_risk_set
 from relkit.survival._tables import validate_survival_table
@@ -148,7 +149,7 @@ class HazardModel:
     weibull_shape: float | None = None
     weibull_shape_lower: float | None = None
     weibull_shape_upper: float | None = None
-    confidence: float = 0.95
+    confidence: float = DEFAULT_CONFIDENCE
     logrank: pl.DataFrame | None = field(default=None)
 
 
@@ -480,7 +481,7 @@ def cox_hazards(
     covariates: Sequence[str],
     categorical: Sequence[str] = (),
     reference: Mapping[str, str] | None = None,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     cluster_col: str | None = None,
 ) -> HazardModel:
     r"""Fit a Cox proportional-hazards model: a hazard ratio per covariate level.
@@ -497,7 +498,7 @@ def cox_hazards(
         Numeric columns to treat as categorical (one ratio per level).
     reference : mapping of str to str, optional
         Reference level per categorical covariate; default the most common.
-    confidence : float, default 0.95
+    confidence : float, default DEFAULT_CONFIDENCE (0.95)
         Level of the two-sided Wald intervals.
     cluster_col : str, optional
         Column identifying the unit when it has several rows (e.g. gaps
@@ -674,7 +675,7 @@ def weibull_aft(
     covariates: Sequence[str],
     categorical: Sequence[str] = (),
     reference: Mapping[str, str] | None = None,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     cluster_col: str | None = None,
 ) -> HazardModel:
     r"""Fit a Weibull accelerated-failure-time model: time ratios per level.
