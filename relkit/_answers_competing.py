@@ -112,8 +112,9 @@ def first_failure_modes(
     Returns
     -------
     FirstFailureModes
-        Named tuple ``(table, notes)``: the table ``*by, unit_id, entry_h, stop_h, observed, failure_mode``
-        (hours of age in service; one row per node) and the notes.
+        Named tuple ``(table, notes)``: the table ``*by, unit_id, entry_h,
+        stop_h, observed, failure_mode`` (hours of age in service; one row
+        per node) and the notes.
 
     Raises
     ------

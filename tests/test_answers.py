@@ -30,7 +30,7 @@ def test_ref_failure_counts_by_root_cause(lanl_tables: Tables) -> None:
 
 
 def test_mtbf_bounds_match_the_chi_square_formula(lanl_tables: Tables) -> None:
-    """Each row's bounds are metrics.mtbf_bounds(r, exposure_h=T) (Epstein & Sobel 1953)."""
+    """Each row's bounds are metrics.mtbf_bounds(r, exposure_h=T) (Epstein & Sobel)."""
     out = answers.mtbf_by(*lanl_tables, by=["system"], confidence=0.9)
     for row in out.iter_rows(named=True):
         b = metrics.mtbf_bounds(
