@@ -33,3 +33,102 @@ def test_offline_renderer_refuses_other_formats() -> None:
 
     with pytest.raises(ValueError, match="'svg' or 'png'"):
         enable_offline_rendering("html")
+
+
+# --- executed offline: nbval with the network blocked (make nbval) ------------
+
+ROOT = Path(__file__).resolve().parent.parent
+OFFLINE_ENV = {"RELKIT_BLOCK_NETWORK": "1", "PYTHONPATH": str(ROOT / ".ci" / "offline")}
+
+SETUP = "import altair as alt\nimport polars as pl\n"
+CHART = (
+    'alt.Chart(pl.DataFrame({"time_h": [1.0, 2.0, 4.0]}))'
+    '.mark_tick().encode(x=alt.X("time_h:Q", title="Time (h)"))'
+)
+NETWORK = (
+    "import socket\n"
+    "try:\n"
+    '    socket.create_connection(("192.0.2.1", 80), timeout=2)\n'
+    "except OSError as err:\n"
+    '    print("blocked" if "network blocked" in str(err) else f"other: {err}")\n'
+)
+
+
+def _notebook(*sources: str) -> "nbformat.NotebookNode":  # noqa: F821
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    return nb
+
+
+def test_nbval_offline_check_fails_a_cdn_chart(tmp_path: Path) -> None:
+    """The notebooks' nbval run refuses a chart drawn by Altair's default renderer.
+
+    Three tiny notebooks, run the way ``make nbval`` runs the real ones
+    (network blocked, notebooks/conftest.py's checks): ``good`` commits and
+    re-renders its chart as an SVG image (passes); ``bad`` was committed with
+    the SVG but its kernel now draws with Altair's default renderer, whose
+    output loads Vega from a CDN (must fail, naming why); ``net`` prints
+    "blocked" only when its kernel's connection to a non-loopback address is
+    refused by ``.ci/offline/sitecustomize.py`` (passes only with the block).
+    """
+    import os
+    import subprocess
+    import sys
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    offline = SETUP + "from relkit.charts import enable_offline_rendering\n"
+    offline += "enable_offline_rendering()\n"
+    good = _notebook(offline, CHART)
+    NotebookClient(good, timeout=120, kernel_name="python3").execute()
+    svg = good.cells[1].outputs
+    assert [sorted(o["data"]) for o in svg] == [["image/svg+xml", "text/plain"]]
+    bad = _notebook(SETUP, CHART)  # default renderer, committed as the SVG
+    bad.cells[0].execution_count = 1
+    bad.cells[1].execution_count = 2
+    bad.cells[1].outputs = svg
+    net = _notebook(NETWORK)
+    net.cells[0].execution_count = 1
+    net.cells[0].outputs = [nbformat.v4.new_output("stream", text="blocked\n")]
+    for name, nb in (("good", good), ("bad", bad), ("net", net)):
+        nbformat.write(nb, tmp_path / f"{name}.ipynb")
+    (tmp_path / "conftest.py").write_text(
+        (ROOT / "notebooks" / "conftest.py").read_text(encoding="utf-8")
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--nbval",
+            "--nbval-current-env",
+            "--rootdir",
+            str(tmp_path),
+            "-rA",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, **OFFLINE_ENV},
+        timeout=300,
+        check=False,
+    )
+    out = done.stdout
+    assert done.returncode == 1, out[-3000:]
+    assert "PASSED good.ipynb::Cell 1" in out, out[-3000:]
+    assert "PASSED net.ipynb::Cell 0" in out, out[-3000:]
+    assert "FAILED bad.ipynb::Cell 1" in out, out[-3000:]
+    # Altair 6 in a kernel with no front end: HTML that loads vega@6 from jsDelivr
+    assert "text/html output has a <script> or a CDN address" in out
+    assert "differ from committed [['image/svg+xml', 'text/plain']]" in out
