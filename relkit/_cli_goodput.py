@@ -134,8 +134,8 @@ def _cmd_goodput(
     for note in result.notes:
         progress(f"note: {note}")
     if result.runs.height == 0:
-        progress("error: no run could be measured (see the notes above)")
-        return 1
+        msg = "no run could be measured (the notes above say why)"
+        raise RelkitError(msg)
     runs = result.runs.rename(
         {"ettr_frac": "ettr", "ettr_with_queue_frac": "ettr_with_queue"}
     )
@@ -196,8 +196,8 @@ def _cmd_checkpoint(
         restart_h=args.restart_h,
     )
     if decisions.height == 0:
-        progress("error: no run could be measured, so there is no decision")
-        return 1
+        msg = "no run could be measured, so there is no decision (see the notes above)"
+        raise RelkitError(msg)
     for row in decisions.iter_rows(named=True):
         for line in row["assumptions"]:
             progress(f"{row['run_id']}: assumed: {line}")

@@ -72,6 +72,14 @@ def _ints(text: str, flag: str, *, most: int) -> list[int]:
     return values
 
 
+def _no_jobs(db: str) -> str:
+    """Say that a store holds no job records, and which ingest adds them."""
+    return (
+        f"{db} holds no job records; ingest a job log first, e.g. "
+        f"relkit ingest --db {db} --kind sacct --tz UTC sacct.psv"
+    )
+
+
 def _job_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Build the attempts and interruptions of the store named by ``--db``."""
     from relkit.answers import log_end
@@ -83,11 +91,7 @@ def _job_tables(args: argparse.Namespace) -> tuple[pl.DataFrame, pl.DataFrame]:
         events, sources = store.table("events"), store.table("sources")
         modes = store.table("failure_modes")
     if jobs.height == 0:
-        msg = (
-            f"{args.db} holds no job records; ingest a job log first, e.g. "
-            f"relkit ingest --db {args.db} --kind sacct --tz UTC sacct.psv"
-        )
-        raise RelkitError(msg)
+        raise RelkitError(_no_jobs(args.db))
     return job_interruptions(
         jobs,
         nodes,
@@ -172,6 +176,8 @@ def _cmd_jobs(args: argparse.Namespace, emit: Emit) -> int:
 
     with Store(args.db, read_only=True) as store:
         table = job_table(store.table("jobs"), store.table("job_nodes"))
+    if table.height == 0:  # an empty list would look like an answer
+        raise RelkitError(_no_jobs(args.db))
     emit(table.select(JOB_FIELDS), args.format)
     return 0
 

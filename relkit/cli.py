@@ -123,7 +123,8 @@ def _print_pairs(result: dict[str, Any]) -> None:
     width = max(len(k) for k in result)
     for key, value in result.items():
         if isinstance(value, float):
-            shown: object = f"{value:,.6g}" if abs(value) < 1e6 else f"{value:,.0f}"
+            # four significant digits, whole numbers from 1,000 up
+            shown: object = f"{value:.4g}" if abs(value) < 1e3 else f"{value:,.0f}"
         elif isinstance(value, int) and not isinstance(value, bool):
             shown = f"{value:,}" if key.startswith("n_") else value
         elif isinstance(value, datetime):
@@ -460,8 +461,8 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
         )
         _progress(
             f"{result.height} {args.period} row(s); whole window: "
-            f"{int(whole['n_failures'].sum())} failure(s) over "
-            f"{whole['exposure_h'].sum():.6g} unit-hours"
+            f"{int(whole['n_failures'].sum()):,} failure(s) over "
+            f"{whole['exposure_h'].sum():,.0f} unit-hours"
         )
     if obs.windows["exposure_h"].sum() == 0:
         first = (
@@ -484,12 +485,45 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
         _progress(f"warning: {note}")
     _say_no_wall_time(tables["events"])
     _say_node_fold(result, obs.window_min)
-    for row in (
-        result.filter(pl.col("warning").is_not_null()).head(5).iter_rows(named=True)
-    ):
-        _progress(f"warning: {row['warning']}")
+    _say_row_warnings(result, [*_columns(args.by), "period_start"])
     _emit(result, args.format)
     return 0
+
+
+def _say_row_warnings(result: pl.DataFrame, keys: list[str]) -> None:
+    """Say each kind of a result's row warnings once, with its rows' count.
+
+    The same warning on many rows (a partial last quarter of every system) is
+    one line naming the first such row; the ``warning`` column has them all.
+    """
+    import polars as pl
+
+    if "warning" not in result.columns:
+        return
+    warned = result.filter(pl.col("warning").is_not_null())
+    kinds = warned.group_by("warning", maintain_order=True).agg(
+        n=pl.len(), first=pl.struct(pl.all()).first()
+    )
+    for text, n, first in kinds.head(5).iter_rows():
+        where = ", ".join(
+            f"{k} {_shown(first[k])}" for k in keys if first.get(k) is not None
+        )
+        rows = f"{n} rows, e.g. {where}" if n > 1 else where
+        _progress(f"warning: {text}" + (f" ({rows})" if rows else ""))
+    if kinds.height > 5:
+        _progress(
+            f"note: {kinds.height - 5} more kinds of warning; the warning column "
+            "(--format csv) has each row's"
+        )
+
+
+def _shown(value: object) -> str:
+    """Write a group key for a message: a time as ISO 8601 in UTC."""
+    from datetime import datetime
+
+    from relkit._cli_format import instant_text
+
+    return instant_text(value) if isinstance(value, datetime) else str(value)
 
 
 def _cmd_events(args: argparse.Namespace) -> int:

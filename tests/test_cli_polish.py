@@ -303,22 +303,20 @@ def test_closed_pipe_through_the_shell(lanl_db: Path) -> None:
 
 
 # -- help ----------------------------------------------------------------------------
-def _verbs() -> dict[str, argparse.ArgumentParser]:
+def test_every_verb_help_has_summary_example_and_defaults() -> None:
+    """Walk the full parser: a one-line summary (listed by ``relkit --help``) and
+    a description, an example that runs the verb (``relkit VERB ...``) and, for
+    every option, its default (or that it is required)."""
     parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return dict(sub.choices)
-
-
-def test_every_verb_help_has_summary_example_and_defaults() -> None:
-    """Walk the full parser: a one-line description, an example that runs the
-    verb (``relkit VERB ...``) and, for every option, its default (or that it
-    is required)."""
-    verbs = _verbs()
+    summaries = {a.dest: a.help or "" for a in sub._choices_actions}
+    verbs = dict(sub.choices)
     assert {"mtbf", "ingest", "jobs", "report", "demo", "completion"} <= set(verbs)
     missing = []
     for name, parser in verbs.items():
         text = parser.format_help()
-        if not parser.description or "\n" in parser.description.strip():
+        summary = summaries[name].strip()
+        if not summary or "\n" in summary or not parser.description:
             missing.append(f"{name}: description")
         if f"relkit {name} " not in (parser.epilog or ""):
             missing.append(f"{name}: example")
@@ -477,3 +475,50 @@ def test_other_shells_get_a_script(
     assert code == 0
     assert "mtbf" in out
     assert "relkit" in out
+
+
+def test_row_warnings_said_once_per_kind(
+    fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Monthly rows under 800 node-hours each carry a warning. By hand: a 31-day
+    month is 744 h (system 10's Jan, Mar, May, Jul, Aug, Oct and Dec 2024, and
+    system 2's Jan 2025: 8 rows), a 30-day one 720 h (Apr, Jun, Sep, Nov 2024:
+    4 rows), February 2024 696 h; system 1's 240 h and system 2's last 280 h
+    (Feb 1 to 12 16:00) are one row each. Five kinds, each said once."""
+    code, _, err = run(
+        capsys,
+        "mtbf",
+        "--db",
+        fleet,
+        "--by",
+        "system",
+        "--period",
+        "month",
+        "--min-exposure-h",
+        "800",
+    )
+    assert code == 0
+    said = [line for line in err.splitlines() if "node-hours at risk" in line]
+    assert len(said) == 5
+    assert said[0] == (
+        "relkit: warning: only 744.0 node-hours at risk (under 800.0 h): the rate "
+        "says little (8 rows, e.g. system 10, period_start 2024-01-01T00:00:00Z)"
+    )
+    assert said[2].endswith(
+        "(4 rows, e.g. system 10, period_start 2024-04-01T00:00:00Z)"
+    )
+    assert "whole window: 6 failure(s) over 10,048 unit-hours" in err  # 240+1024+8784
+
+
+def test_an_empty_job_list_is_an_error(
+    fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fleet has failures but no job records: ``relkit jobs`` says so in one
+    line with the ingest to run, instead of printing an empty table."""
+    code, out, err = run(capsys, "jobs", "--db", fleet)
+    assert code == 1
+    assert out == ""
+    assert err == (
+        f"relkit jobs: error: {fleet} holds no job records; ingest a job log "
+        f"first, e.g. relkit ingest --db {fleet} --kind sacct --tz UTC sacct.psv\n"
+    )
