@@ -17,6 +17,7 @@ the gap before the next attempt in ``recovery`` or ``queue``, so the
 categories sum to the run's wall time minus its productive time.
 """
 
+import bisect
 import itertools
 import math
 from collections import Counter
@@ -210,26 +211,28 @@ def account_steps(
     example: dict[str, str] = {}
     # steps each attempt starts from (None: it ran no step)
     starts: list[int | None] = []
+    # steps of the saves before the attempt: sorted, and as a set
     saved_before: list[int] = []
+    saved_set: set[int] = set()
     untold = 0  # saves before the attempt whose steps are not recorded
     for k, a in enumerate(attempts):
         if a.restored is not None:
             r: int | None = a.restored
             num = a.span.attempt
-            if not untold and saved_before and a.restored < max(saved_before):
+            if not untold and saved_before and a.restored < saved_before[-1]:
                 said["older"] += 1
                 example.setdefault(
                     "older",
                     f"attempt {num} restored {a.restored} steps while a checkpoint "
-                    f"of {max(saved_before)} had been saved",
+                    f"of {saved_before[-1]} had been saved",
                 )
-            if not untold and a.restored > 0 and a.restored not in saved_before:
+            if not untold and a.restored > 0 and a.restored not in saved_set:
                 said["unsaved"] += 1
-                example.setdefault(
-                    "unsaved",
-                    f"attempt {num} restored {a.restored} steps; the log's saves "
-                    f"before it hold {sorted(set(saved_before))[-5:] or 'none'}",
-                )
+                if "unsaved" not in example:
+                    example["unsaved"] = (
+                        f"attempt {num} restored {a.restored} steps; the log's saves "
+                        f"before it hold {sorted(saved_set)[-5:] or 'none'}"
+                    )
         elif _first_mark_is_step_start(a):
             r = a.step_start_i
         elif a.mark_t.size == 0:
@@ -238,21 +241,33 @@ def account_steps(
             r = 0
         else:
             first_n = int(a.mark_n[0])
-            fit = [c for c in saved_before if c <= first_n]
-            r = max(fit) if fit else 0
+            i = bisect.bisect_right(saved_before, first_n)
+            r = saved_before[i - 1] if i else 0
             said["guess_restore"] += 1
         starts.append(r)
-        saved_before.extend(int(c) for c in a.save_steps if c >= 0)
+        new = [int(c) for c in a.save_steps if c >= 0]
+        for c in new:  # usually past the last one: an append
+            if not saved_before or c >= saved_before[-1]:
+                saved_before.append(c)
+            else:
+                bisect.insort(saved_before, c)
+        saved_set.update(new)
         untold += int((a.save_steps < 0).sum())
+    # the smallest start of the attempts after each one (None: none after it)
+    later_min: list[int | None] = [None] * len(starts)
+    lowest: int | None = None
+    for k in range(len(starts) - 1, -1, -1):
+        later_min[k] = lowest
+        if starts[k] is not None:
+            lowest = starts[k] if lowest is None else min(lowest, starts[k])  # type: ignore[type-var]
     tau = _step_time(attempts, starts)
     accounts = []
     for k, a in enumerate(attempts):
         sp = a.span
         end = sp.end if sp.end is not None else a.last_record
         r = starts[k]
-        later = [s for s in starts[k + 1 :] if s is not None]
-        if later:
-            keep_below = float(min(later))
+        if later_min[k] is not None:
+            keep_below = float(later_min[k])  # type: ignore[arg-type]
         elif sp.ended_by in INTERRUPTED:
             held = [c for c in a.save_steps.tolist() if c >= 0]
             keep_below = float(max([r or 0, *held]))

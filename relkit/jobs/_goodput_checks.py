@@ -12,6 +12,7 @@ everything it assumes or drops is said in ``notes``.
 """
 
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -240,18 +241,24 @@ def _votes(recs: pl.DataFrame) -> tuple[list[str], list[str]]:
         return one, zero
     if (progress["step"] == 0).any():
         zero.append("a step_start or step_end of step 0")
-    for part in recs.sort("_t", "_order").partition_by("_akey", maintain_order=True):
-        is_prog = part["kind"].is_in(_PROGRESS) & part["step"].is_not_null()
-        p_t = part.filter(is_prog)["_t"].to_numpy().astype(float)
-        p_kind = part.filter(is_prog)["kind"].to_list()
-        p_step = part.filter(is_prog)["step"].to_list()
-        if not p_kind:
+    ordered = recs.sort("_t", "_order")
+    cols = ordered.select("_akey", "kind", "step", "_t", "save_s")
+    akey, kinds, steps, times, save_s = (cols[c].to_list() for c in cols.columns)
+    groups: dict[Any, list[int]] = {}  # each attempt's rows, in first-seen order
+    for i, key in enumerate(akey):
+        groups.setdefault(key, []).append(i)
+    progress_kinds, numbered = set(_PROGRESS), set(_NUMBERED)
+    for rows in groups.values():
+        prog = [i for i in rows if kinds[i] in progress_kinds and steps[i] is not None]
+        if not prog:
             continue
-        others = part.filter(
-            pl.col("kind").is_in(_NUMBERED) & pl.col("step").is_not_null()
-        )
-        for row in others.iter_rows(named=True):
-            c, kind, t = int(row["step"]), row["kind"], float(row["_t"])
+        p_t = np.asarray([times[i] for i in prog], dtype=float)
+        p_kind = [kinds[i] for i in prog]
+        p_step = [steps[i] for i in prog]
+        for i in rows:
+            if kinds[i] not in numbered or steps[i] is None:
+                continue
+            c, kind, t = int(steps[i]), kinds[i], float(times[i])
             if kind == "checkpoint_restored":
                 j = int(np.searchsorted(p_t, t - 1e-9, side="left"))
                 if j >= len(p_kind) or p_kind[j] != "step_start":
@@ -266,8 +273,8 @@ def _votes(recs: pl.DataFrame) -> tuple[list[str], list[str]]:
                     )
                 continue
             at = t
-            if kind == "checkpoint_saved" and row["save_s"] is not None:
-                at = t - float(row["save_s"])
+            if kind == "checkpoint_saved" and save_s[i] is not None:
+                at = t - float(save_s[i])
             j = int(np.searchsorted(p_t, at + 1e-9, side="right")) - 1
             if j < 0 or p_kind[j] != "step_end":
                 continue

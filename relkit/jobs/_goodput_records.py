@@ -143,13 +143,23 @@ def saves(
     before it (after the previous save), else 0 s: the last array flags those.
     """
     saved = frame.filter(pl.col("kind") == "checkpoint_saved").sort("_t")
-    e = saved["_t"].to_numpy().astype(float)
-    dur = saved["save_s"].to_numpy().astype(float)
-    steps = saved["step"].fill_null(-1).to_numpy().astype(np.int64)
-    unknown = np.isnan(dur)
     starts = frame.filter(pl.col("kind") == "checkpoint_save_start")["_t"]
-    if unknown.any() and starts.len():
-        st = np.sort(starts.to_numpy().astype(float))
+    return _save_intervals(
+        saved["_t"].to_numpy().astype(float),
+        saved["save_s"].to_numpy().astype(float),
+        saved["step"].fill_null(-1).to_numpy().astype(np.int64),
+        starts.to_numpy().astype(float),
+    )
+
+
+def _save_intervals(
+    e: np.ndarray, dur: np.ndarray, steps: np.ndarray, save_starts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`saves` on arrays: ends, durations (NaN: unknown), steps, starts."""
+    dur = dur.copy()
+    unknown = np.isnan(dur)
+    if unknown.any() and save_starts.size:
+        st = np.sort(save_starts)
         prev_end = np.concatenate([[-np.inf], e[:-1]])
         i = np.searchsorted(st, e, side="right") - 1
         found = (i >= 0) & (st[np.maximum(i, 0)] >= prev_end)
@@ -163,6 +173,11 @@ def saves(
         s = np.maximum(s, np.concatenate([[-np.inf], np.maximum.accumulate(e)[:-1]]))
         s = np.minimum(s, e)
     return s, e, steps, unknown
+
+
+def _float(values: list) -> np.ndarray:
+    """Floats of a list with None as NaN."""
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
 def record_attempts(
@@ -179,71 +194,75 @@ def record_attempts(
     ordered = sorted(groups.items(), key=lambda kv: kv[0][0])
     out = []
     for _, g in ordered:
+        # the group's columns once, as arrays and lists (rows in time order)
+        kinds = g["kind"].to_numpy()
+        t = g["_t"].to_numpy().astype(float)
+        step = g["step"].to_list()
+        has_step = np.array([v is not None for v in step], dtype=bool)
+        gpus_all, job_ids = g["n_gpus"].to_list(), g["job_id"].to_list()
+        status, restore_s = g["status"].to_list(), g["restore_s"].to_list()
+        save_s = g["save_s"].to_list()
         number = g["attempt"][0]
-        kinds = g["kind"]
-        t = g["_t"]
 
-        def rows(
-            kind: str, g: pl.DataFrame = g, kinds: pl.Series = kinds
-        ) -> pl.DataFrame:
-            return g.filter(kinds == kind)
+        def where(kind: str, kinds: np.ndarray = kinds) -> np.ndarray:
+            return np.flatnonzero(kinds == kind)
 
-        start_rows = rows("job_start")
-        if start_rows.height:
-            start = float(start_rows["_t"][0])
-            gpus = start_rows["n_gpus"].drop_nulls()
+        start_rows = where("job_start")
+        if start_rows.size:
+            start = float(t[start_rows[0]])
+            gpus = [gpus_all[i] for i in start_rows if gpus_all[i] is not None]
         else:
-            start = float(t.min())  # type: ignore[arg-type]
-            gpus = g["n_gpus"].drop_nulls()
+            start = float(t.min())
+            gpus = [v for v in gpus_all if v is not None]
             said["no_start"] += 1
-        ends = g.filter(kinds.is_in(["failure", "job_end"]))
+        ends = np.flatnonzero((kinds == "failure") | (kinds == "job_end"))
         end: float | None = None
         ended_by = "open"
         final_n = None
-        if ends.height:
-            first = ends.row(0, named=True)
-            end = float(first["_t"])
-            ended_by = end_kind(first["kind"], first["status"])
-        finals = rows("job_end")["step"].drop_nulls()
-        if finals.len():
+        if ends.size:
+            i = ends[0]
+            end = float(t[i])
+            ended_by = end_kind(kinds[i], status[i])
+        finals = [step[i] for i in where("job_end") if step[i] is not None]
+        if finals:
             final_n = int(finals[0])
+        known_ids = [v for v in job_ids if v is not None]
         span = Span(
             attempt=int(number),
-            job_id=g["job_id"].drop_nulls()[0]
-            if g["job_id"].drop_nulls().len()
-            else None,
+            job_id=known_ids[0] if known_ids else None,
             start=start,
             end=end,
             ended_by=ended_by,
-            n_gpus=int(gpus[0]) if gpus.len() else None,
+            n_gpus=int(gpus[0]) if gpus else None,
         )
-        att = RecordAttempt(span=span, last_record=float(t.max()), final_n=final_n)  # type: ignore[arg-type]
-        restored = rows("checkpoint_restored")
-        if restored.height:
-            row = restored.row(0, named=True)
-            att.restore_t = float(row["_t"])
-            att.restore_dur = row["restore_s"]
-            att.restored = row["step"]
-        starts = rows("step_start").filter(pl.col("step").is_not_null())
-        if starts.height:
-            att.step_start_t = float(starts["_t"][0])
-            att.step_start_i = int(starts["step"][0])
-        ends_ = rows("step_end").filter(pl.col("step").is_not_null())
-        s, e, steps, unknown = saves(g)
+        att = RecordAttempt(span=span, last_record=float(t.max()), final_n=final_n)
+        restored = where("checkpoint_restored")
+        if restored.size:
+            i = restored[0]
+            att.restore_t = float(t[i])
+            att.restore_dur = restore_s[i]
+            att.restored = step[i]
+        starts = np.flatnonzero((kinds == "step_start") & has_step)
+        if starts.size:
+            att.step_start_t = float(t[starts[0]])
+            att.step_start_i = int(step[starts[0]])
+        ends_ = np.flatnonzero((kinds == "step_end") & has_step)
+        saved = where("checkpoint_saved")  # in time order, as saves() sorts them
+        s, e, steps, unknown = _save_intervals(
+            t[saved],
+            _float([save_s[i] for i in saved]),
+            np.array(
+                [-1 if step[i] is None else step[i] for i in saved], dtype=np.int64
+            ),
+            t[where("checkpoint_save_start")],
+        )
         said["save_unknown"] += int(unknown.sum())
         known = steps >= 0
-        mark_t = np.concatenate(
-            [
-                starts["_t"].to_numpy().astype(float),
-                ends_["_t"].to_numpy().astype(float),
-                s[known],
-                e[known],
-            ]
-        )
+        mark_t = np.concatenate([t[starts], t[ends_], s[known], e[known]])
         mark_n = np.concatenate(
             [
-                starts["step"].to_numpy().astype(np.int64),
-                ends_["step"].to_numpy().astype(np.int64) + 1,
+                np.array([step[i] for i in starts], dtype=np.int64),
+                np.array([step[i] for i in ends_], dtype=np.int64) + 1,
                 steps[known],
                 steps[known],
             ]

@@ -147,12 +147,13 @@ def _match_sched(
         )
         .to_dicts()
     )
+    by_job: dict[Any, list[dict[str, Any]]] = {}
+    for r in rows:  # each job's attempts in the frame's order (ties: the first)
+        by_job.setdefault(r["job_id"], []).append(r)
     out: list[dict[str, Any] | None] = []
     for sp in spans:
         near = [
-            r
-            for r in rows
-            if r["job_id"] == sp.job_id and abs(r["_start"] - sp.start) <= tol_s
+            r for r in by_job.get(sp.job_id, ()) if abs(r["_start"] - sp.start) <= tol_s
         ]
         out.append(
             min(near, key=lambda r: abs(r["_start"] - sp.start)) if near else None
