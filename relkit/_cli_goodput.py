@@ -254,8 +254,13 @@ def _cmd_whatif(args: argparse.Namespace, emit: Emit, progress: Progress) -> int
     from relkit.checkpoint import solve_whatif, whatif
 
     gpus = _numbers(args.gpus, "--gpus", kind=int)
+    per_1000 = _numbers(
+        args.failures_per_1000_node_days, "--failures-per-1000-node-days"
+    )
     values = {
-        "failure-rate": _numbers(args.failure_rate, "--failure-rate"),
+        "failure-rate": [r / 1000.0 for r in per_1000]
+        if per_1000 is not None
+        else _numbers(args.failure_rate, "--failures-per-node-day"),
         "restart-h": _numbers(args.restart_h, "--restart-h"),
         "cost-h": _numbers(args.cost_h, "--cost-h"),
     }
@@ -456,7 +461,18 @@ def add_goodput_verbs(
     p.add_argument(
         "--gpus-per-node", type=int, default=8, help="GPUs per node (default: 8)"
     )
-    p.add_argument("--failure-rate", help="failures per node-day (r_f), list allowed")
+    rate = p.add_mutually_exclusive_group()
+    rate.add_argument(
+        "--failures-per-node-day",
+        "--failure-rate",
+        dest="failure_rate",
+        help="node failure rate r_f per node-day, list allowed, e.g. 0.0065",
+    )
+    rate.add_argument(
+        "--failures-per-1000-node-days",
+        help="the same rate per 1000 node-days (as `relkit mtbf` prints it), "
+        "list allowed, e.g. 6.5",
+    )
     p.add_argument("--restart-h", help="restart overhead u0, hours, list allowed")
     p.add_argument("--cost-h", help="blocking checkpoint write w, hours, list allowed")
     p.add_argument(

@@ -255,6 +255,9 @@ def _cmd_check_table(args: argparse.Namespace, emit: Emit) -> int:
 def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
     from relkit.scale import MAX_GPUS, node_failure_rate, scale_projection
 
+    per_1000 = args.failures_per_1000_node_days is not None
+    if per_1000:  # the same rate per node-day, bounds in the same unit
+        args.failure_rate = args.failures_per_1000_node_days / 1000.0
     if (args.failure_rate is None) == (args.db is None):
         msg = (
             "give the node failure rate: --failure-rate R (per node-day, e.g. "
@@ -267,9 +270,11 @@ def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
         if args.rate_bounds is not None:
             bounds = _list(args.rate_bounds) or []
             try:
-                lower, upper = (float(b) for b in bounds)
+                lower, upper = (
+                    float(b) / (1000.0 if per_1000 else 1.0) for b in bounds
+                )
             except ValueError as exc:
-                msg = f"--rate-bounds {args.rate_bounds!r}: give LOW,HIGH per node-day"
+                msg = f"--rate-bounds {args.rate_bounds!r}: give LOW,HIGH"
                 raise RelkitError(msg) from exc
         source = f"given r_f = {rate:g} per node-day"
     else:
@@ -457,11 +462,22 @@ def add_job_verbs(
     p = verbs.add_parser(
         "scale", help="projected job MTTF at N GPUs from the node failure rate"
     )
-    p.add_argument(
-        "--failure-rate", type=float, help="node failure rate r_f, per node-day"
+    rate = p.add_mutually_exclusive_group()
+    rate.add_argument(
+        "--failures-per-node-day",
+        "--failure-rate",
+        dest="failure_rate",
+        type=float,
+        help="node failure rate r_f per node-day, e.g. 0.0065",
+    )
+    rate.add_argument(
+        "--failures-per-1000-node-days",
+        type=float,
+        help="the same rate per 1000 node-days, as `relkit mtbf` prints it, e.g. 6.5",
     )
     p.add_argument(
-        "--rate-bounds", help="bounds of r_f, LOW,HIGH per node-day (optional)"
+        "--rate-bounds",
+        help="bounds of r_f, LOW,HIGH in the unit of the rate given (optional)",
     )
     p.add_argument(
         "--db",

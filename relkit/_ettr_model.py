@@ -4,6 +4,7 @@ Re-exported by :mod:`relkit.checkpoint`; all durations are hours.
 """
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -13,7 +14,7 @@ import polars as pl
 from relkit._checks import checked as _checked
 from relkit._checks import whole_nodes as _n_nodes
 from relkit.display import html_table
-from relkit.errors import InvalidParameterError
+from relkit.errors import InvalidParameterError, RelkitWarning
 from relkit.metrics import per_node_day
 
 __all__ = [
@@ -315,6 +316,13 @@ def ettr_model(
     InvalidParameterError
         As :func:`expected_ettr`, and if the rate is 0 (no finite optimum).
 
+    Warns
+    -----
+    RelkitWarning
+        If the model has broken down, :math:`\lambda(u_0 + q) \ge 1`: the job
+        fails more often than it can restart, so every ETTR is 0 (check the
+        rate's unit: per node-day, not per 1000 node-days).
+
     Notes
     -----
     :math:`\mathrm{MTTF} = 1/\lambda`, :math:`\lambda = N r_f/24` per hour.
@@ -362,6 +370,15 @@ def ettr_model(
     )
     dt = _checked(interval_h, "interval_h")
     best_dt, best = optimal_interval(lam, a, w)
+    if lam * a >= 1.0:
+        msg = (
+            f"ettr_model: the job fails every {1.0 / lam:.3g} h on average but "
+            f"each failure costs {a:.3g} h of restart and queue, so no interval "
+            "gives any progress (ETTR = 0). Check the rate's unit: "
+            "failures_per_node_day, or failures_per_1000_node_days for rates "
+            "printed per 1000 node-days."
+        )
+        warnings.warn(msg, RelkitWarning, stacklevel=2)
     return ETTRModel(
         mttf_h=1.0 / lam,
         ettr=ettr_value(lam, a, dt, w),

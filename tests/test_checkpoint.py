@@ -304,7 +304,8 @@ def test_ettr_clipped_at_zero_when_model_breaks_down() -> None:
     """131,072 GPUs (MTTF 0.2254 h) with a 15-min restart: lambda*u0 > 1."""
     kw = {"n_nodes": 16384, "failures_per_node_day": 6.5e-3, "restart_h": 0.25}
     assert expected_ettr(**kw, interval_h=0.1, cost_h=0.01) == 0.0
-    m = ettr_model(**kw, interval_h=0.1, cost_h=0.01)
+    with pytest.warns(RelkitWarning, match="no interval gives any progress"):
+        m = ettr_model(**kw, interval_h=0.1, cost_h=0.01)
     assert m.mttf_h == pytest.approx(0.2254, abs=5e-5)
     assert (m.ettr, m.optimal_interval_h, m.ettr_at_optimal) == (0.0, 0.0, 0.0)
     # a long interval alone can also break the model: lambda*dt/2 >= 1
@@ -522,6 +523,9 @@ def test_prop_exact_maximises_efficiency(c: float, m: float, r: float) -> None:
         assert float(np.exp(res.x)) == pytest.approx(tau, rel=1e-3)
 
 
+@pytest.mark.filterwarnings(
+    "ignore:ettr_model.*no interval:relkit.errors.RelkitWarning"
+)
 @settings(deadline=None)  # first call imports scipy
 @given(
     n=st.integers(1, 100_000),

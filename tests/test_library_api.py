@@ -126,6 +126,18 @@ def test_plan_checkpoints_warns_once_for_degenerate_rows() -> None:
     assert out["daly_h"].to_list()[1:] == [0.05, 0.02]
 
 
+def test_ettr_model_warns_when_a_rate_per_1000_is_given_per_node_day() -> None:
+    """RSC-1's 6.5 per 1000 node-days passed as 6.5 per node-day on 2,048 nodes:
+    λ = 2048 · 6.5 / 24 = 554.7 per hour, so λ·u₀ = 55 ≥ 1 with u₀ = 0.1 h and
+    the first-order model gives ETTR = 0 at every interval (Kokolis et al.)."""
+    kw = {"n_nodes": 2048, "restart_h": 0.1, "interval_h": 1.0}
+    with pytest.warns(RelkitWarning, match="failures_per_1000_node_days"):
+        wrong = checkpoint.ettr_model(failures_per_node_day=6.5, **kw)
+    assert (wrong.ettr, wrong.ettr_at_optimal) == (0.0, 0.0)
+    right = checkpoint.ettr_model(failures_per_1000_node_days=6.5, **kw)
+    assert right.mttf_h == pytest.approx(24 / (2048 * 6.5e-3), rel=1e-12)
+
+
 # ---------------------------------------------------------------- one confidence
 
 

@@ -69,7 +69,9 @@ def test_ref_explicit_out_of_service_is_honoured(
     failure (03-27): 10,017 h and MTBF 3,339 h.
     """
     db = _store(tmp_path, {"assets": MARCH_ASSETS, "events": MARCH_EVENTS})
-    code, out, err = _run(capsys, "mtbf", "--db", str(db), "--format", "json")
+    code, out, err = _run(
+        capsys, "mtbf", "--db", str(db), "--confidence", "0.9", "--format", "json"
+    )
     assert code == 0, err
     (row,) = json.loads(out)
     assert row["n_units"] == 16
@@ -194,7 +196,16 @@ def test_ref_store_with_assets_and_no_failures(
     23,040 / 4.60517 = 5,003.07 h."""
     db = _store(tmp_path, {"assets": MARCH_ASSETS})
     code, out, err = _run(
-        capsys, "mtbf", "--db", str(db), "--by", "system", "--format", "json"
+        capsys,
+        "mtbf",
+        "--db",
+        str(db),
+        "--by",
+        "system",
+        "--confidence",
+        "0.9",
+        "--format",
+        "json",
     )
     assert code == 0, err
     (row,) = json.loads(out)
@@ -865,7 +876,16 @@ def test_host_with_one_timed_line_is_a_unit_observed_for_no_time(
     assert "1 unit(s) observed for no measurable time (gpuB" in row["warning"]
     assert "observed for no measurable time (gpuB" in err
     code, out, err = _run(
-        capsys, "mtbf", "--db", str(db), "--by", "host", "--format", "json"
+        capsys,
+        "mtbf",
+        "--db",
+        str(db),
+        "--by",
+        "host",
+        "--confidence",
+        "0.9",
+        "--format",
+        "json",
     )
     assert code == 0, err
     a, b = json.loads(out)
