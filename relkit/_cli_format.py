@@ -96,10 +96,11 @@ def natural_key(text: object) -> tuple:
 def natural_order(frame: pl.DataFrame) -> pl.DataFrame:
     """Reorder rows ordered by a text id column so that its numbers sort by value.
 
-    Only a frame whose first column is an id column (:data:`ID_COLUMNS`) of
-    text, already in text order, is reordered, and stably: rows with the same
-    id keep their order. Any other frame keeps its order (events by time,
-    lemons by rank).
+    A frame in text order of its first one to three columns, one of them an id
+    column of text (:data:`ID_COLUMNS`: system, host, ...), is sorted again by
+    the same columns with the ids in natural order, stably (rows with the same
+    keys keep their order). Any other frame keeps its order (events by time,
+    lemons by rank), and a time or mode column before the id stays first.
 
     Parameters
     ----------
@@ -109,25 +110,38 @@ def natural_order(frame: pl.DataFrame) -> pl.DataFrame:
     Returns
     -------
     polars.DataFrame
-        The same rows, the first column's ids in natural order (``2`` before
-        ``10``).
+        The same rows, ids in natural order (``2`` before ``10``) within the
+        leading columns they were sorted by.
     """
-    if frame.width == 0 or frame.height < 2:
+    if frame.height < 2:
         return frame
-    name = frame.columns[0]
-    if name not in ID_COLUMNS or frame.schema[name] != pl.String:
+    keys: list[str] = []
+    for name in frame.columns[:3]:
+        if frame.schema[name].is_nested():
+            break
+        keys.append(name)
+    ids = [k for k in keys if k in ID_COLUMNS and frame.schema[k] == pl.String]
+    while ids and not _sorted_by(frame, keys):
+        keys.pop()  # the longest prefix the frame is in text order of
+        ids = [k for k in ids if k in keys]
+    if not ids:
         return frame
-    column = frame[name]
-    if not column.is_sorted(nulls_last=True):
-        return frame
-    ids = column.unique().to_list()
-    rank = {v: i for i, v in enumerate(sorted(ids, key=natural_key))}
-    order = column.replace_strict(rank, default=None, return_dtype=pl.UInt32)
-    return (
-        frame.with_columns(order.alias("__natural"))
-        .sort("__natural", maintain_order=True)
-        .drop("__natural")
-    )
+    ranks = []
+    for name in keys:
+        if name not in ids:
+            ranks.append(pl.col(name))
+            continue
+        values = frame[name].unique().to_list()
+        rank = {v: i for i, v in enumerate(sorted(values, key=natural_key))}
+        ranks.append(
+            pl.col(name).replace_strict(rank, default=None, return_dtype=pl.UInt32)
+        )
+    return frame.sort(ranks, nulls_last=True, maintain_order=True)
+
+
+def _sorted_by(frame: pl.DataFrame, keys: list[str]) -> bool:
+    head = frame.select(keys)
+    return head.equals(head.sort(keys, nulls_last=True, maintain_order=True))
 
 
 def machine_frame(frame: pl.DataFrame) -> pl.DataFrame:

@@ -522,3 +522,22 @@ def test_an_empty_job_list_is_an_error(
         f"relkit jobs: error: {fleet} holds no job records; ingest a job log "
         f"first, e.g. relkit ingest --db {fleet} --kind sacct --tz UTC sacct.psv\n"
     )
+
+
+def test_natural_order_within_a_leading_mode(
+    fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--by failure_mode,system``: systems 1, 2, 10 within each mode. By hand
+    from the events file: hardware/gpu 1, 2 and 2 failures; network/nic 0, 1
+    (system 2, 2025-01-23) and 0."""
+    code, out, _ = run(capsys, "mtbf", "--db", fleet, "--by", "failure_mode,system")
+    assert code == 0
+    rows = _table(out)
+    assert [(r["failure_mode"], r["system"], r["n_failures"]) for r in rows] == [
+        ("hardware/gpu", "1", "1"),
+        ("hardware/gpu", "2", "2"),
+        ("hardware/gpu", "10", "2"),
+        ("network/nic", "1", "0"),
+        ("network/nic", "2", "1"),
+        ("network/nic", "10", "0"),
+    ]
