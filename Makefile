@@ -74,8 +74,11 @@ test: lint browser  ## Lint, then the whole suite: unit, doctest, browser and no
 test-all: test  ## make test, plus the tests marked slow (none selected is fine)
 	$(BIN)/python -m pytest -q -m slow || [ $$? -eq 5 ]
 
-lab: $(DEVSTAMP)  ## Start JupyterLab on notebooks/
-	$(BIN)/jupyter lab notebooks/
+# Jupyter refuses to start as root without --allow-root (a container, CI);
+# LAB_ARGS passes more options, e.g. make lab LAB_ARGS="--no-browser --port 8890".
+LAB_ARGS ?=
+lab: $(DEVSTAMP)  ## Start JupyterLab on notebooks/ (as root or as a user)
+	$(BIN)/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) $(LAB_ARGS) notebooks/
 
 bench: $(DEVSTAMP)  ## Run the benchmarks in bench/ (ratios against an in-run baseline)
 	$(BIN)/python bench/run.py
