@@ -16,7 +16,8 @@ import inspect
 import os
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from relkit._report_data import data_section
 from relkit._report_failures import failures_sections
 from relkit._report_interruptions import interruptions_sections
 from relkit.errors import InsufficientDataError, RelkitError, RelkitWarning
-from relkit.observation import observe
+from relkit.observation import Observation, observe
 from relkit.store import Store
 
 __all__ = ["DEFAULT_TITLE", "ReportAssumptions", "run_demo", "write_report"]
@@ -176,7 +177,7 @@ def system_sections(ctx: ReportContext) -> Sections:
     """
     if ctx.st["events"].height == 0 or not lanl_shaped(ctx):
         return (
-            "Per-system sections (MTBF by system, time between failures, "
+            "Per system (MTBF by system, time between failures, "
             "checkpoint plan per system): the units carry no system (they are "
             "for LANL-shaped data, or assets with a system column)."
         )
@@ -492,6 +493,51 @@ def write_report(
         )
 
 
+def _observation(st: dict[str, pl.DataFrame]) -> Observation:
+    """Observe the store; an empty model when no unit is at risk (jobs only).
+
+    A store of job records only has no units at risk (no assets, no timed log
+    lines); :func:`relkit.observation.observe` refuses it, but the report
+    still has its job sections. The empty model has the frames' columns and no
+    rows, and its basis says why.
+    """
+    try:
+        return observe(**_base(st))
+    except InsufficientDataError:
+        if st["events"].height or st["assets"].height:
+            raise
+    one = datetime(2000, 1, 1, tzinfo=UTC)
+    shape = (
+        st["assets"]
+        .clear()
+        .vstack(
+            pl.DataFrame(
+                {"host": ["-"], "in_service_ts": [one]},
+                schema_overrides={
+                    "in_service_ts": st["assets"].schema["in_service_ts"]
+                },
+            ).select(
+                pl.col(c).cast(d)
+                if c in ("host", "in_service_ts")
+                else pl.lit(None, d).alias(c)
+                for c, d in st["assets"].schema.items()
+            )
+        )
+    )
+    model = observe(st["events"].clear(), shape, window_end=one + timedelta(hours=1))
+    return replace(
+        model,
+        failures=model.failures.clear(),
+        excluded=model.excluded.clear(),
+        windows=model.windows.clear(),
+        prior_failures=model.prior_failures.clear(),
+        exposure_basis="none: the store has no failure logs or assets, so no unit "
+        "is at risk",
+        observed_until=None,
+        notes=(),
+    )
+
+
 def _noted(build: Callable[[ReportContext], Sections], ctx: ReportContext) -> Sections:
     """Run a section builder; its RelkitWarnings become notes on the page and stderr."""
     with warnings.catch_warnings(record=True) as caught:
@@ -540,7 +586,7 @@ def _write_report(
             "--kind sacct DUMP, --kind checkpoints FILE or --kind lanl FILE"
         )
         raise InsufficientDataError(msg)
-    obs = observe(**_base(st))
+    obs = _observation(st)
     ctx = ReportContext(store=store, st=st, obs=obs, assumptions=a, progress=progress)
     from relkit._report_data import data_notes
 
