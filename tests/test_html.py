@@ -162,6 +162,74 @@ def test_format_value_datetimes() -> None:
     assert _html.format_value(float("-inf")) == "-inf"
 
 
+def test_format_value_by_the_columns_unit() -> None:
+    """Issue 14 §2, numbers for reading, by the unit in the column's name
+    (STYLE.md): hours whole with separators from 100 h (8,344.6 -> 8,345), 3
+    significant digits below (12.345 -> 12.3); rates 3 significant digits
+    (0.0123456 -> 0.0123); shares as percent with one decimal (0.97216 ->
+    97.2 %); other floats as before (4 significant digits)."""
+    fv = _html.format_value
+    assert fv(8344.6, "mtbf_h") == "8,345"
+    assert fv(100.4, "exposure_h") == "100"
+    assert fv(12.345, "mtbf_lower_h") == "12.3"
+    assert fv(0.0, "lost_gpu_h") == "0"
+    assert fv(0.0123456, "failure_rate_per_h") == "0.0123"
+    assert fv(2.876, "failures_per_1000_node_days") == "2.88"
+    assert fv(0.97216, "ettr_frac") == "97.2 %"
+    assert fv(0.0357, "share") == "3.6 %"
+    assert fv(0.97216, "llama3_share") == "97.2 %"
+    assert fv(1.23456, "weibull_shape") == "1.235"
+    assert fv(7, "mtbf_h") == "7"  # integers keep their digits
+
+
+def test_table_html_fits_the_page() -> None:
+    """All-null columns are left out and named; more than 8 columns wrap; a
+    leading id column in text order is put in natural order (n2 before n10),
+    while rows sorted by something else keep their order."""
+    frame = pl.DataFrame(
+        {
+            "host": ["n1", "n10", "n2"],
+            "empty": [None, None, None],
+            **{f"c{i}": [1, 2, 3] for i in range(8)},
+        }
+    )
+    out = _html.table_html(frame)
+    assert "<th>empty</th>" not in out
+    assert "Empty in every row, not shown: empty." in out
+    assert out.startswith('<div class="relkit-table relkit-wide">')
+    assert re.findall(r"<tr><td>(n\d+)</td>", out) == ["n1", "n2", "n10"]
+    by_count = pl.DataFrame({"host": ["n2", "n10", "n1"], "n": [5, 3, 1]})
+    kept = _html.table_html(by_count)
+    assert re.findall(r"<tr><td>(n\d+)</td>", kept) == ["n2", "n10", "n1"]
+    assert 'class="relkit-table"' in kept
+
+
+def test_natural_sort_of_ids() -> None:
+    """System ids as LANL writes them (2 ... 24) and host names: numbers by
+    value, nulls last."""
+    frame = pl.DataFrame({"system": ["10", "2", None, "24", "3"]})
+    assert _html.natural_sort(frame, "system")["system"].to_list() == [
+        "2",
+        "3",
+        "10",
+        "24",
+        None,
+    ]
+    hosts = pl.DataFrame({"host": ["gpu10", "gpu9", "cpu1", "gpu100"]})
+    assert _html.natural_sort(hosts, "host")["host"].to_list() == [
+        "cpu1",
+        "gpu9",
+        "gpu10",
+        "gpu100",
+    ]
+
+
+def test_chart_png_is_a_png(km_spec: dict) -> None:
+    """vl-convert's PNG of a chart: the 8 signature bytes of PNG (RFC 2083 §3.1)."""
+    png = _html.chart_png(km_spec)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 # --- the page ----------------------------------------------------------------
 
 
