@@ -12,8 +12,60 @@ from relkit.repairable._frames import GroupData, iter_groups
 
 __all__ = ["mean_cumulative_function"]
 
-#: Units per block of the variance sum (memory: block x distinct times floats).
-_BLOCK = 256
+
+def _robust_variance(
+    event_unit: np.ndarray,
+    event_j: np.ndarray,
+    n: np.ndarray,
+    c: np.ndarray,
+    first: np.ndarray,
+    last: np.ndarray,
+) -> np.ndarray:
+    r"""Lawless-Nadeau variance at each distinct time, in O(units + failures + times).
+
+    Unit i's bracket at time index k is :math:`A_i(k) - B_i(k)`, with
+    :math:`A_i(k) = \sum_{j \le k} d_{ij}/n_j` (its own failures) and
+    :math:`B_i(k) = c_{\min(k+1, l_i)} - c_{f_i}` while at risk from
+    :math:`f_i` (0 before), :math:`c_k = \sum_{j<k} d_j/n_j^2`. While unit i is
+    at risk (:math:`f_i \le k < l_i`) the bracket is :math:`\alpha_i(k) -
+    c_{k+1}` with :math:`\alpha_i = A_i + c_{f_i}`, so the sum of squares over
+    those units is :math:`S_2 - 2 c_{k+1} S_1 + N c_{k+1}^2` (:math:`S_p =
+    \sum \alpha_i^p`, N units); after :math:`l_i` the bracket is constant.
+    Each sum changes only where a unit enters, fails or leaves: difference
+    arrays and one cumulative sum give every time at once (the same sum as
+    the unit-by-time matrix of the definition).
+    """
+    size = n.size
+    m = first.size
+    key = event_unit.astype(np.int64) * size + event_j
+    pairs, count = np.unique(key, return_counts=True)  # by unit, then time
+    unit, j = pairs // size, pairs % size
+    inc = count / n[j]  # d_ij / n_j
+    total = np.cumsum(inc)
+    unit_start = np.searchsorted(unit, np.arange(m), side="left")
+    before_unit = np.concatenate([[0.0], total])[unit_start]
+    a_after = total - before_unit[unit]
+    a_before = a_after - inc
+    a_final = np.zeros(m)
+    np.add.at(a_final, unit, inc)
+    at_risk = last > first
+    alpha0 = c[first]
+    d_n, d_s1, d_s2, d_k = (np.zeros(size + 1) for _ in range(4))
+    f, la = first[at_risk], last[at_risk]
+    np.add.at(d_n, f, 1.0)
+    np.add.at(d_n, la, -1.0)
+    np.add.at(d_s1, f, alpha0[at_risk])
+    np.add.at(d_s2, f, alpha0[at_risk] ** 2)
+    before, after = alpha0[unit] + a_before, alpha0[unit] + a_after
+    np.add.at(d_s1, j, after - before)
+    np.add.at(d_s2, j, after**2 - before**2)
+    end_alpha = (alpha0 + a_final)[at_risk]
+    np.add.at(d_s1, la, -end_alpha)
+    np.add.at(d_s2, la, -(end_alpha**2))
+    np.add.at(d_k, la, (a_final[at_risk] - (c[la] - c[f])) ** 2)
+    n_in, s1, s2, k_out = (np.cumsum(d)[:size] for d in (d_n, d_s1, d_s2, d_k))
+    ahead = c[1 : size + 1]  # c_{k+1}
+    return np.maximum(s2 - 2.0 * ahead * s1 + n_in * ahead**2 + k_out, 0.0)
 
 
 def _group_mcf(g: GroupData, z: float) -> dict[str, np.ndarray]:
@@ -27,18 +79,7 @@ def _group_mcf(g: GroupData, z: float) -> dict[str, np.ndarray]:
     c = np.concatenate([[0.0], np.cumsum(d / n**2)])  # c[k] = sum_{j<k} d_j/n_j^2
     first = np.searchsorted(times, g.entry_h, side="left")  # first j at risk
     last = np.searchsorted(times, g.exit_h, side="right")  # one past last j
-    var = np.zeros(times.size)
-    cols = np.arange(times.size)
-    for lo in range(0, g.entry_h.size, _BLOCK):
-        hi = min(lo + _BLOCK, g.entry_h.size)
-        own = np.zeros((hi - lo, times.size))
-        mask = (g.event_unit >= lo) & (g.event_unit < hi)
-        np.add.at(own, (g.event_unit[mask] - lo, inverse[mask]), 1.0)
-        a = np.cumsum(own / n, axis=1)
-        f, la = first[lo:hi, None], last[lo:hi, None]
-        upto = np.minimum(cols[None, :] + 1, la)  # j < upto and j >= f
-        b = np.where(upto > f, c[np.maximum(upto, f)] - c[f], 0.0)
-        var += ((a - b) ** 2).sum(axis=0)
+    var = _robust_variance(g.event_unit, inverse, n, c, first, last)
     se = np.sqrt(var)
     with np.errstate(divide="ignore", invalid="ignore"):
         w = np.exp(z * se / mcf)
