@@ -26,6 +26,9 @@ same data, interleaved, and reports the median ratio.
 - ``kernel_dir``: a directory of 1,000 per-host files vs the same lines in one
   file, target <= 1.5 (``bench/bench_kernel_dir.py``; ``--files 10000`` for the
   issue's size).
+- ``report``: ``write_report`` on a simulated 3,750-node store of 10^5 events
+  and 10^4 jobs (built once, cached in the temporary directory) vs reading its
+  tables into polars; target under 30 s on two cores (``bench/bench_report.py``).
 
 Usage: ``python bench/run.py [--repeat N]`` (prints one JSON line per benchmark).
 """
@@ -132,6 +135,10 @@ def main() -> None:
             text=True,
         )
         print(out.stdout.strip().splitlines()[-1], flush=True)
+
+    from bench_report import report_benchmark  # beside this file
+
+    print(json.dumps(report_benchmark(repeat=min(args.repeat, 3))), flush=True)
 
     from bench_distributed import distributed_benchmark  # beside this file
 
