@@ -8,7 +8,14 @@ verb, so that a verb registered in any ``_cli_*`` module gets its own.
 
 from __future__ import annotations
 
-__all__ = ["EXAMPLES", "STORE_ENV", "describe_verbs", "store_default"]
+__all__ = [
+    "EXAMPLES",
+    "STORE_ENV",
+    "UNSET",
+    "describe_verbs",
+    "store_default",
+    "unset_default",
+]
 
 #: The environment variable naming the default store of every verb with --db.
 STORE_ENV = "RELKIT_DB"
@@ -67,6 +74,52 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "relkit completion zsh > ~/.zfunc/_relkit",
     ),
 }
+
+
+#: What an option left out means, where its default is None: by option name,
+#: or (verb, option name) where the verb decides.
+UNSET: dict[str | tuple[str, str], str] = {
+    "by": "no grouping, one row for all",
+    "failure_mode": "every mode",
+    "window_start": "the start of the data",
+    "window_end": "the end of the data",
+    "period": "the whole window",
+    "source": "every file",
+    "job": "every job",
+    "run": "every run",
+    **{
+        ("simulate", name): "the preset's"
+        for name in (
+            "nodes",
+            "days",
+            "run_nodes",
+            "checkpoint_interval_h",
+            "checkpoint_cost_h",
+            "restart_h",
+            "background_jobs",
+            "noise_lines_per_node_day",
+        )
+    },
+}
+
+
+def unset_default(verb: str, name: str) -> str:
+    """Say what leaving out an option whose default is None means.
+
+    Parameters
+    ----------
+    verb : str
+        The verb, e.g. ``mtbf``.
+    name : str
+        The option's ``dest``, e.g. ``window_start``.
+
+    Returns
+    -------
+    str
+        E.g. ``the start of the data``; ``not given`` when nothing more can
+        be said in a few words (the help text says the rest).
+    """
+    return UNSET.get((verb, name)) or UNSET.get(name) or "not given"
 
 
 def store_default() -> str:

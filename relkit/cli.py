@@ -791,7 +791,9 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         elif action.nargs == 0:  # a switch: store_true and the like
             told = "default: off"
         elif action.default is None:
-            told = "default: not given"
+            from relkit._cli_help import unset_default
+
+            told = f"default: {unset_default(self._prog.split()[-1], action.dest)}"
         else:
             told = "default: %(default)s"
         return f"{text} ({told})" if text else f"({told})"

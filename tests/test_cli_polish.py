@@ -541,3 +541,21 @@ def test_natural_order_within_a_leading_mode(
         ("network/nic", "2", "1"),
         ("network/nic", "10", "0"),
     ]
+
+
+def test_every_example_parses() -> None:
+    """Each example in the help is a command the full parser accepts (options,
+    choices and required arguments as written)."""
+    import shlex
+
+    from relkit._cli_help import EXAMPLES
+
+    parser = build_parser()
+    for verb, lines in EXAMPLES.items():
+        for line in lines:
+            words = shlex.split(line)
+            if ">" in words:
+                words = words[: words.index(">")]
+            assert words[:2] == ["relkit", verb], line
+            args = parser.parse_args(words[1:])
+            assert args.verb == verb
