@@ -136,10 +136,13 @@ def _curve(
                 "time_h": pl.Float64,
                 **dict.fromkeys(names, pl.Float64),
                 "n_at_risk": pl.Int64,
+                "confidence": pl.Float64,
             }
         )
     out = pl.concat(frames, how="vertical_relaxed")
-    return out.with_columns(pl.col(c).cast(table.schema[c]) for c in by)
+    return out.with_columns(pl.col(c).cast(table.schema[c]) for c in by).with_columns(
+        confidence=pl.lit(float(confidence), dtype=pl.Float64)
+    )
 
 
 def kaplan_meier(
@@ -173,8 +176,9 @@ def kaplan_meier(
     -------
     pl.DataFrame
         Columns ``*by, time_h, survival, survival_lower, survival_upper,
-        n_at_risk``: one row per step point (time 0, and each failure, censoring
-        or entry time), sorted by ``*by, time_h``. ``survival`` is
+        n_at_risk, confidence`` (the level of the bounds): one row per step
+        point (time 0, and each failure, censoring or entry time), sorted by
+        ``*by, time_h``. ``survival`` is
         :math:`\hat S(t)` just after ``time_h``; ``n_at_risk`` counts units at
         risk at ``time_h`` (lifelines' ``event_table.at_risk``).
 
@@ -260,7 +264,8 @@ def nelson_aalen(
     -------
     pl.DataFrame
         Columns ``*by, time_h, cumulative_hazard, cumulative_hazard_lower,
-        cumulative_hazard_upper, n_at_risk``; one row per step point, sorted.
+        cumulative_hazard_upper, n_at_risk, confidence`` (the level of the
+        bounds); one row per step point, sorted.
 
     Raises
     ------
