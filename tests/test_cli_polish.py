@@ -411,16 +411,23 @@ def test_read_only_verbs_share_a_store_opened_read_only(
     fleet: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A notebook holding ``Store(path, read_only=True)``: read-only verbs open
-    the store read-only too, so both read (mtbf of system 2: 3 failures)."""
+    the store read-only too, so both read (mtbf of systems 1, 2, 10: 1, 3 and
+    2 failures; the events file's 6 events)."""
     holder = _holder(fleet, "ro")
     try:
         code, out, err = run(
             capsys, "mtbf", "--db", fleet, "--by", "system", "--format", "json"
         )
+        others = {
+            verb: run(capsys, verb, "--db", fleet, "--format", "json")
+            for verb in ("events", "incidents", "rejects", "lemons", "mcf", "cif")
+        }
     finally:
         _release(holder)
     assert code == 0, err
     assert [r["n_failures"] for r in json.loads(out)] == [1, 3, 2]
+    assert {verb: done[0] for verb, done in others.items()} == dict.fromkeys(others, 0)
+    assert len(json.loads(others["events"][1])) == 6
 
 
 # -- RELKIT_DB and completion ---------------------------------------------------------
