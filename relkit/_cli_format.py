@@ -165,13 +165,18 @@ def machine_frame(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _is_amount(name: str) -> bool:
-    return name.startswith("n_") or name.endswith(_AMOUNT_SUFFIXES)
+    return (
+        name.startswith("n_")
+        or name.endswith(_AMOUNT_SUFFIXES)
+        or name in ("count", "interruptions")
+    )
 
 
 def _decimals(values: list[float]) -> int | None:
     """Decimals for a column: four significant digits of its median magnitude.
 
-    None: the typical value is below 10**-6, shown in exponent form instead.
+    Fewer where the last places are 0 in every row; None where the typical
+    value is below 10**-6, shown in exponent form instead.
     """
     sizes = sorted(abs(v) for v in values if math.isfinite(v) and v != 0)
     if not sizes:
@@ -180,7 +185,12 @@ def _decimals(values: list[float]) -> int | None:
     decimals = _DIGITS - 1 - math.floor(math.log10(typical))
     if decimals > _MAX_DECIMALS:
         return None
-    return max(decimals, 0)
+    decimals = max(decimals, 0)
+    finite = [v for v in values if math.isfinite(v)]
+    # places that are 0 in every row say nothing (a level of 0.95, not 0.9500)
+    while decimals > 0 and all(f"{v:.{decimals}f}".endswith("0") for v in finite):
+        decimals -= 1
+    return decimals
 
 
 def reading_value(value: float, decimals: int | None) -> str:

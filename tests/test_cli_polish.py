@@ -103,6 +103,8 @@ def test_mtbf_table_is_formatted_for_reading(
         "5.46",
     ]
     assert [r["n_failures"] for r in rows] == ["1", "3", "2"]
+    # the default level, 0.95 (relkit.defaults), without places that are 0
+    assert [r["confidence"] for r in rows] == ["0.95"] * 3
     # no repair times were given: mttr_h and availability_frac are null in
     # every row, and the warning column is empty, so the table leaves them out
     assert {"mttr_h", "availability_frac", "warning"}.isdisjoint(rows[0])
