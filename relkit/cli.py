@@ -15,6 +15,7 @@ import time
 import warnings
 
 from relkit import __version__ as _VERSION
+from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.errors import PartialIngestError, RelkitError, RelkitWarning
 
 #: ``typing.TYPE_CHECKING`` without importing typing: polars, json and datetime
@@ -24,7 +25,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from datetime import datetime
-    from pathlib import Path
     from typing import Any
 
     import polars as pl
@@ -639,39 +639,12 @@ def _cmd_ettr(args: argparse.Namespace) -> int:
     result = ettr_model(
         n_nodes=args.gpus // args.gpus_per_node,
         failures_per_node_day=args.failure_rate,
+        failures_per_1000_node_days=args.failures_per_1000_node_days,
         restart_h=args.restart_h,
         interval_h=args.interval_h,
         cost_h=args.cost_h,
     )
     _emit(result.to_dict(), args.format)
-    return 0
-
-
-def _out_dir(text: str) -> Path:
-    from pathlib import Path
-
-    out = Path(text)
-    if out.exists() and not out.is_dir():
-        msg = f"--out {text}: exists and is not a directory; give a directory path"
-        raise RelkitError(msg)
-    return out
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    from relkit.report import write_report
-    from relkit.store import Store
-
-    with Store(args.db, read_only=True) as store:
-        page = write_report(store, _out_dir(args.out), progress=_progress)
-    _progress(f"report written to {page}")
-    return 0
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    from relkit.report import run_demo
-
-    summary = run_demo(_out_dir(args.out), progress=_progress)
-    _emit(summary, args.format)
     return 0
 
 
@@ -979,7 +952,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "(failure_mode, root_cause, code, ...), e.g. system,root_cause",
     )
     p.add_argument(
-        "--confidence", type=float, default=0.9, help="two-sided level (default 0.9)"
+        "--confidence",
+        type=float,
+        default=DEFAULT_CONFIDENCE,
+        help=f"two-sided level (default {DEFAULT_CONFIDENCE:g})",
     )
     p.add_argument("--window-start", help="ISO 8601 instant with zone")
     p.add_argument(
@@ -1051,8 +1027,18 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--gpus-per-node", type=int, default=8, help="GPUs per node (default: 8)"
     )
-    p.add_argument(
-        "--failure-rate", type=float, required=True, help="failures per node-day (r_f)"
+    rate = p.add_mutually_exclusive_group(required=True)
+    rate.add_argument(
+        "--failures-per-node-day",
+        "--failure-rate",
+        dest="failure_rate",
+        type=float,
+        help="node failure rate r_f per node-day, e.g. 0.0065 (give this or the next)",
+    )
+    rate.add_argument(
+        "--failures-per-1000-node-days",
+        type=float,
+        help="the same rate per 1000 node-days, as `relkit mtbf` prints it, e.g. 6.5",
     )
     p.add_argument(
         "--restart-h", type=float, required=True, help="restart overhead u0, hours"
@@ -1065,11 +1051,6 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     _add_format(p)
     p.set_defaults(func=_cmd_ettr)
-
-    p = verbs.add_parser("report", help="write the offline HTML report and CSV tables")
-    _add_db(p)
-    p.add_argument("--out", required=True, help="output directory")
-    p.set_defaults(func=_cmd_report)
 
     p = verbs.add_parser(
         "simulate",
@@ -1142,21 +1123,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     _add_format(p)
     p.set_defaults(func=_cmd_simulate)
 
-    p = verbs.add_parser(
-        "demo", help="ingest the bundled LANL data and write the report"
-    )
-    p.add_argument("--out", default="out", help="output directory (default out/)")
-    _add_format(p)
-    p.set_defaults(func=_cmd_demo)
-
     from relkit._cli_competing import add_competing_verbs  # cif
     from relkit._cli_goodput import add_goodput_verbs  # goodput, checkpoint, whatif
     from relkit._cli_hazards import add_hazards_verbs  # hazards
     from relkit._cli_jobs import add_job_verbs  # jobs, interruptions, rootcause, ...
     from relkit._cli_lemons import add_lemon_verbs  # lemons
     from relkit._cli_repairable import add_repairable_verbs  # trend, mcf
+    from relkit._cli_report import add_report_verbs  # report, demo
     from relkit._cli_survival import add_survival_verbs  # survival
 
+    add_report_verbs(
+        verbs,
+        emit=_emit,
+        progress=_progress,
+        parse_instant=_parse_instant,
+        add_db=_add_db,
+        add_format=_add_format,
+    )
     add_goodput_verbs(
         verbs,
         emit=_emit,
