@@ -347,3 +347,55 @@ def test_read_path_reads_a_directory(tmp_path: Path) -> None:
     empty.mkdir()
     with pytest.raises(IngestError, match="holds no files"):
         relkit.read_path(store, empty, kind="events")
+
+
+# ---------------------------------------------------------------- the CLI's rates
+
+
+def _cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
+    import json
+
+    from relkit.cli import main
+
+    code = main([*argv, "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize(
+    ("verb", "extra"),
+    [
+        ("ettr", ["--gpus", "16384", "--restart-h", "0.0833", "--interval-h", "1"]),
+        ("scale", ["--gpus", "16384"]),
+        ("whatif", ["--gpus", "16384", "--restart-h", "0.1", "--cost-h", "0.01"]),
+    ],
+)
+def test_cli_takes_the_rate_in_either_unit(
+    capsys: pytest.CaptureFixture[str], verb: str, extra: list[str]
+) -> None:
+    """6.5 per 1000 node-days and 0.0065 per node-day give the same answer;
+    MTTF at 16,384 GPUs = 24 / (2048 · 0.0065) = 1.8029 h (Kokolis et al.)."""
+    per_1000 = _cli_json(capsys, verb, *extra, "--failures-per-1000-node-days", "6.5")
+    per_day = _cli_json(capsys, verb, *extra, "--failures-per-node-day", "0.0065")
+    assert per_1000 == per_day
+    row = per_1000[0] if isinstance(per_1000, list) else per_1000
+    assert row["mttf_h"] == pytest.approx(24 / (2048 * 0.0065), rel=1e-9)
+
+
+def test_cli_refuses_both_rate_units(capsys: pytest.CaptureFixture[str]) -> None:
+    from relkit.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(
+            [
+                "ettr",
+                "--gpus=8",
+                "--restart-h=0.1",
+                "--interval-h=1",
+                "--failures-per-node-day=0.0065",
+                "--failures-per-1000-node-days=6.5",
+            ]
+        )
+    assert info.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
