@@ -39,7 +39,24 @@ EXIT_CLOSED_PIPE = 141
 
 
 def _progress(message: str) -> None:
-    print(f"relkit: {message}", file=sys.stderr, flush=True)
+    _say(f"relkit: {message}")
+
+
+def _say(line: str) -> None:
+    """Print a line on stderr; if its reader has gone (2>&1 | head), work on."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except BrokenPipeError:
+        _to_devnull(sys.stderr)
+
+
+def _to_devnull(stream: object) -> None:
+    """Point a closed pipe's stream at the null device, so writing ends quietly."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())  # type: ignore[attr-defined]
+    except (OSError, ValueError, AttributeError):  # not a file (a test's capture)
+        pass
 
 
 def _json_default(value: object) -> object:
@@ -460,7 +477,7 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
             min_exposure_h=args.min_exposure_h,
         )
         _progress(
-            f"{result.height} {args.period} row(s); whole window: "
+            f"{result.height:,} {args.period} row(s); whole window: "
             f"{int(whole['n_failures'].sum()):,} failure(s) over "
             f"{whole['exposure_h'].sum():,.0f} unit-hours"
         )
@@ -1260,11 +1277,7 @@ def _closed_pipe() -> int:
     nothing to write (no "Exception ignored" line); the exit code is the
     shell's for a process ended by SIGPIPE, 128 + 13.
     """
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout is not a file (a test's capture)
-        pass
+    _to_devnull(sys.stdout)
     return EXIT_CLOSED_PIPE
 
 
@@ -1284,7 +1297,7 @@ def _note_printer(verb: str, shown: Callable[..., None]) -> Callable[..., None]:
         line: str | None = None,
     ) -> None:
         if issubclass(category, RelkitWarning):
-            print(f"relkit: note: {message}", file=sys.stderr)  # as _progress
+            _say(f"relkit: note: {message}")  # as _progress
         else:
             shown(message, category, filename, lineno, file, line)
 
@@ -1332,26 +1345,25 @@ def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) ->
         return func(args)
     except RelkitError as exc:
         text = _locked_store(str(exc), args) or str(exc)
-        print(f"relkit {args.verb}: error: {text}", file=sys.stderr)
+        _say(f"relkit {args.verb}: error: {text}")
         return EXIT_DATA
     except BrokenPipeError:
         return _closed_pipe()
     except (OSError, ValueError) as exc:
-        print(f"relkit {args.verb}: error: {exc}", file=sys.stderr)
+        _say(f"relkit {args.verb}: error: {exc}")
         return EXIT_DATA
     except KeyboardInterrupt:
-        print(f"relkit {args.verb}: interrupted", file=sys.stderr)
+        _say(f"relkit {args.verb}: interrupted")
         return EXIT_INTERRUPTED
     except Exception as exc:
         if text := _locked_store(str(exc), args):  # DuckDB's own error
-            print(f"relkit {args.verb}: error: {text}", file=sys.stderr)
+            _say(f"relkit {args.verb}: error: {text}")
             return EXIT_DATA
         if os.environ.get("RELKIT_DEBUG"):
             raise
-        print(
+        _say(
             f"relkit {args.verb}: internal error: {type(exc).__name__}: {exc}\n"
-            "This is a bug in relkit; rerun with RELKIT_DEBUG=1 for the traceback.",
-            file=sys.stderr,
+            "This is a bug in relkit; rerun with RELKIT_DEBUG=1 for the traceback."
         )
         return EXIT_INTERNAL
 

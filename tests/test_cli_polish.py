@@ -568,3 +568,26 @@ def test_every_example_parses() -> None:
             assert words[:2] == ["relkit", verb], line
             args = parser.parse_args(words[1:])
             assert args.verb == verb
+
+
+def test_ingest_goes_on_when_stderr_is_closed(tmp_path: Path) -> None:
+    """``relkit ingest A B C 2>&1 | head -1``: the reader of the progress lines
+    has gone after the first, but all three files (one event each) are
+    ingested, and nothing Python-made is printed."""
+    paths = []
+    for k, host in enumerate(("gpu1", "gpu2", "gpu10"), 1):
+        path = tmp_path / f"events{k}.csv"
+        path.write_text(f"ts,host,failure_mode\n2025-01-0{k}T00:00:00Z,{host},x/y\n")
+        paths.append(str(path))
+    db = tmp_path / "s.duckdb"
+    line = (
+        f"{sys.executable} -m relkit ingest --db {db} --kind events "
+        f"{' '.join(paths)} 2>&1 | head -1"
+    )
+    done = subprocess.run(
+        ["bash", "-c", line], capture_output=True, text=True, check=False
+    )
+    assert done.stdout.startswith("relkit: [1/3] ")
+    assert "Traceback" not in done.stdout + done.stderr
+    listed = _relkit("events", "--db", str(db), "--format", "json")
+    assert [r["host"] for r in json.loads(listed.stdout)] == ["gpu1", "gpu2", "gpu10"]
