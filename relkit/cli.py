@@ -123,6 +123,8 @@ def _emit(
             fmt_str_lengths=300,
         ):
             print(frame)
+        if frame.height == 0:
+            _progress("note: the result has no rows")
         cut = [
             f"{frame.height:,} rows (200 shown)" if frame.height > 200 else "",
             f"{frame.width} columns (30 shown)" if frame.width > 30 else "",
@@ -864,6 +866,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="relkit",
         description="Reliability answers from GPU cluster failure and job logs.",
+        epilog="environment:\n"
+        "  RELKIT_DB     the store of every verb with --db (default relkit.duckdb)\n"
+        "  RELKIT_DEBUG  1: show the traceback of an internal error\n\n"
+        "examples:\n"
+        "  relkit ingest --db fleet.duckdb --kind lanl failures.csv\n"
+        "  relkit mtbf --db fleet.duckdb --by system\n"
+        "  relkit VERB --help              each verb's options and examples\n"
+        "  relkit completion bash > ~/.local/share/bash-completion/completions/"
+        "relkit",
     )
     parser.add_argument("--version", action="version", version=f"relkit {_VERSION}")
     verbs: Any = parser.add_subparsers(

@@ -591,3 +591,21 @@ def test_ingest_goes_on_when_stderr_is_closed(tmp_path: Path) -> None:
     assert "Traceback" not in done.stdout + done.stderr
     listed = _relkit("events", "--db", str(db), "--format", "json")
     assert [r["host"] for r in json.loads(listed.stdout)] == ["gpu1", "gpu2", "gpu10"]
+
+
+def test_an_empty_table_says_so(fleet: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The fleet's two files were read without a reject: the table has its
+    header and stderr says there are no rows."""
+    code, out, err = run(capsys, "rejects", "--db", fleet)
+    assert code == 0
+    assert _table(out) == []
+    assert err == "relkit: note: the result has no rows\n"
+
+
+def test_main_help_names_the_environment(capsys: pytest.CaptureFixture[str]) -> None:
+    """``relkit --help`` names RELKIT_DB and the completion verb."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "RELKIT_DB     the store of every verb with --db" in out
+    assert "relkit completion bash" in out
