@@ -12,10 +12,12 @@ line. Each section builder follows the contract of
 """
 
 import html
-import inspect
+import multiprocessing
 import os
+import threading
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,7 +29,10 @@ from relkit import _html, answers, charts, checkpoint, survival
 from relkit._report_common import ReportAssumptions, ReportContext, Sections
 from relkit._report_data import data_section
 from relkit._report_failures import failures_sections
+from relkit._report_goodput import goodput_sections
 from relkit._report_interruptions import interruptions_sections
+from relkit._report_scale import scale_sections
+from relkit._report_survival import survival_sections
 from relkit.errors import InsufficientDataError, RelkitError, RelkitWarning
 from relkit.observation import Observation, observe
 from relkit.store import Store
@@ -270,56 +275,13 @@ def system_sections(ctx: ReportContext) -> Sections:
     return sections
 
 
-def _goodput(ctx: ReportContext) -> Sections:
-    """G's goodput sections through the contract (the older signature until then)."""
-    from relkit import _report_goodput as m
-
-    if hasattr(m, "goodput_sections"):
-        return m.goodput_sections(ctx)
-    found = m.goodput_section(
-        ctx.store,
-        ctx.tables,
-        confidence=ctx.assumptions.confidence,
-        progress=ctx.progress,
-    )
-    if found is None:
-        return (
-            "Goodput: the store has no checkpoint log (ingest one with "
-            "--kind checkpoints)."
-        )
-    return [found]
-
-
-def _survival(ctx: ReportContext) -> Sections:
-    """G's survival sections through the contract (the older signature until then)."""
-    from relkit import _report_survival as m
-
-    if ctx.st["events"].height == 0:
-        return "Survival: the store has no failure events."
-    params = list(inspect.signature(m.survival_sections).parameters)
-    if params[0] == "ctx":
-        return m.survival_sections(ctx)
-    return m.survival_sections(
-        _base(ctx.st), ctx.obs, ctx.tables, progress=ctx.progress
-    )
-
-
-def _scale(ctx: ReportContext) -> Sections:
-    """G's scale section through the contract, where it exists."""
-    try:
-        from relkit import _report_scale as m
-    except ImportError:
-        return "Scale: this relkit has no scale section yet."
-    return m.scale_sections(ctx)
-
-
 #: The report's section builders after Summary and Data, in page order.
 BUILDERS: tuple[tuple[str, Callable[[ReportContext], Sections]], ...] = (
     ("Failures", failures_sections),
     ("Interruptions", interruptions_sections),
-    ("Goodput", _goodput),
-    ("Survival", _survival),
-    ("Scale", _scale),
+    ("Goodput", goodput_sections),
+    ("Survival", survival_sections),
+    ("Scale", scale_sections),
     ("Per system", system_sections),
 )
 
@@ -679,13 +641,35 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
         loaded, rejected, systems and fleet MTBF (h); the gpud excerpts' lines
         and incidents per failure mode (``tables/gpu_incidents_by_mode.csv``).
     """
-    from relkit import datasets
-    from relkit._demo_jobs import ingest_simulated_run, simulated_interruptions
-    from relkit.ingest import read_file, read_path
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     _fresh(out_dir)
+    # the LANL report runs beside the simulated run's, in a second process
+    # (each is mostly one core's work); its messages are relayed as they come
+    spawn = multiprocessing.get_context("spawn")
+    messages = spawn.Queue()
+    relay = threading.Thread(target=_relay, args=(messages, progress), daemon=True)
+    relay.start()
+    pool = ProcessPoolExecutor(
+        max_workers=1, mp_context=spawn, initializer=_set_queue, initargs=(messages,)
+    )
+    try:
+        lanl_done = pool.submit(_lanl_demo, str(out_dir / "lanl"))
+        sim = _simulated_demo(out_dir, progress)
+        lanl = lanl_done.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        messages.put(None)
+        relay.join(timeout=5)
+    page, jobs = sim
+    progress("ingesting NVIDIA kernel-log excerpts (gpud fixtures; times read as UTC)")
+    return _gpud_demo(out_dir, page, jobs, lanl)
+
+
+def _simulated_demo(out_dir: Path, progress: Progress) -> tuple[Path, dict[str, Any]]:
+    """Ingest the simulated run, write its report (the demo's main one), sum it up."""
+    from relkit._demo_jobs import ingest_simulated_run, simulated_interruptions
+
     with Store(out_dir / "relkit.duckdb") as store:
         truth = ingest_simulated_run(store, progress)
         page = write_report(
@@ -695,22 +679,63 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
             progress=progress,
         )
         jobs = simulated_interruptions(store, out_dir, truth, progress)
-    lanl_dir = out_dir / "lanl"
-    lanl_dir.mkdir(exist_ok=True)
-    with Store(lanl_dir / "relkit.duckdb") as store:
+    return page, jobs
+
+
+#: The demo's LANL process's message queue (set by :func:`_set_queue`).
+_QUEUE: Any = None
+
+
+def _set_queue(queue: Any) -> None:  # noqa: ANN401 - a multiprocessing queue
+    global _QUEUE  # the worker process's one channel
+    _QUEUE = queue
+
+
+def _relay(queue: Any, progress: Progress) -> None:  # noqa: ANN401
+    """Pass the LANL process's messages to ``progress`` until None arrives."""
+    while (message := queue.get()) is not None:
+        progress(f"LANL: {message}")
+
+
+def _lanl_demo(lanl_dir: str) -> dict[str, Any]:
+    """Ingest the LANL failure data and write its report (in the demo's 2nd process)."""
+    from relkit import datasets
+    from relkit.ingest import read_file
+
+    progress = _QUEUE.put if _QUEUE is not None else _quiet
+    out = Path(lanl_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with Store(out / "relkit.duckdb") as store:
         progress("ingesting the LANL failure data (23,739 records)")
         read_file(store, datasets.path("lanl"), kind="lanl")
         lanl_page = write_report(
             store,
-            lanl_dir,
+            out,
             title="relkit report: LANL failure data 1996-2005",
             progress=progress,
         )
         st = answers.store_tables(store)
-        events = st["events"]
         sources = st["sources"].filter(pl.col("kind") == "lanl").row(0, named=True)
         overall = answers.mtbf_by(**st).row(0, named=True)
-    progress("ingesting NVIDIA kernel-log excerpts (gpud fixtures; times read as UTC)")
+        return {
+            "lanl_report": str(lanl_page),
+            "dataset": "LANL failure data 1996-2005 (LA-UR-05-7318)",
+            "records": sources["n_lines"],
+            "loaded": sources["n_loaded"],
+            "rejected": sources["n_rejected"],
+            "systems": st["events"]["system"].n_unique(),
+            "node_mtbf_h": overall["mtbf_h"],
+            "failures_per_1000_node_days": overall["failures_per_1000_node_days"],
+        }
+
+
+def _gpud_demo(
+    out_dir: Path, page: Path, jobs: dict[str, Any], lanl: dict[str, Any]
+) -> dict[str, Any]:
+    """Count the gpud kernel-log excerpts' incidents; assemble the demo's summary."""
+    from relkit import datasets
+    from relkit.ingest import read_path
+
     with Store(out_dir / "gpu-logs.duckdb") as gpu_store:
         logs = read_path(
             gpu_store,
@@ -732,14 +757,7 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
     return {
         "report": str(page),
         **jobs,
-        "lanl_report": str(lanl_page),
-        "dataset": "LANL failure data 1996-2005 (LA-UR-05-7318)",
-        "records": sources["n_lines"],
-        "loaded": sources["n_loaded"],
-        "rejected": sources["n_rejected"],
-        "systems": events["system"].n_unique(),
-        "node_mtbf_h": overall["mtbf_h"],
-        "failures_per_1000_node_days": overall["failures_per_1000_node_days"],
+        **lanl,
         "gpu_log_lines": sum(r.n_lines for r in logs),
         "gpu_incidents": ", ".join(
             f"{r['failure_mode']} ({r['category']}): {r['n_incidents']}"

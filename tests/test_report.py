@@ -92,7 +92,20 @@ def test_demo_shows_lanl_and_gpu_failure_modes(tmp_path: Path) -> None:
         "gpu/application_error (user): 1, gpu/gsp_firmware (hardware): 1, "
         "gpu/informational (info): 1"
     )
-    assert (tmp_path / "report.html").exists()
+    # issue 14: one store of the simulated run -> report.html with the GPU, job
+    # and goodput sections; the LANL data's own report under lanl/
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    for title in (
+        "Xid codes",
+        "Interruptions by cause",
+        "Root causes in the shape of Llama 3 Table 5",
+        "Goodput of training runs",
+    ):
+        assert f"<h2>{title}</h2>" in page, title
+    assert summary["report"] == str(tmp_path / "report.html")
+    lanl = (tmp_path / "lanl" / "report.html").read_text(encoding="utf-8")
+    assert "<h2>MTBF by system</h2>" in lanl
+    assert "<h2>Xid codes</h2>" not in lanl
     # issue 5: the simulated run's interruptions by cause match what was injected
     found, injected = summary["simulated_interruptions"].split(" (injected: ")
     assert found.replace(" unexpected,", " and").replace(" planned", "") == (
