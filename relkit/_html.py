@@ -59,6 +59,7 @@ td.num, th.num { text-align: right; }
 .relkit-wide th { white-space: normal; overflow-wrap: anywhere; min-width: 4.5rem; }
 .relkit-wide td { white-space: normal; }
 .relkit-wide td.num { white-space: nowrap; }
+td.wrap { white-space: normal; min-width: 14rem; }
 p.relkit-summary { font-size: 1.02rem; }
 p.relkit-left-out { color: #555; margin: 0.2rem 0; }
 td.null { color: #999; }
@@ -374,6 +375,8 @@ _SHARE = re.compile(r"(^|_)(frac|share|pct_of_kind)($|_)|^ettr(_|$)")
 _RATE = re.compile(r"(^|_)(rate|per)($|_)")
 #: Column names read as hours.
 _HOURS = re.compile(r"_h($|_)")
+#: Cells with more characters than this wrap (``class="wrap"``).
+_LONG = 40
 #: Id columns sorted naturally (2 before 10, n2 before n10) by :func:`table_html`.
 ID_COLUMNS = ("system", "host", "rack", "node", "unit")
 
@@ -506,7 +509,8 @@ def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
         A ``<div class="relkit-table">`` with the ``<table>``; numeric columns
         are right-aligned (``class="num"``), values formatted by
         :func:`format_value` with their column's name, nulls shown empty
-        (``class="null"``). Columns that are null in every row are left out
+        (``class="null"``), cells over 40 characters wrap
+        (``class="wrap"``). Columns that are null in every row are left out
         and named in a note under the table; a table of more than 8 columns
         gets ``class="relkit-table relkit-wide"``, whose headers and text
         cells wrap. When the first column is an id (:data:`ID_COLUMNS`) and
@@ -545,8 +549,12 @@ def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
     names = frame.columns
 
-    def cls(i: int, *, null: bool = False) -> str:
-        names = (["num"] if numeric[i] else []) + (["null"] if null else [])
+    def cls(i: int, *, null: bool = False, long: bool = False) -> str:
+        names = (
+            (["num"] if numeric[i] else [])
+            + (["null"] if null else [])
+            + (["wrap"] if long else [])
+        )
         return f' class="{" ".join(names)}"' if names else ""
 
     head = "".join(
@@ -555,8 +563,10 @@ def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
     body = [
         "<tr>"
         + "".join(
-            f"<td{cls(i, null=v is None)}>{html.escape(format_value(v, names[i]))}</td>"
+            f"<td{cls(i, null=v is None, long=len(text) > _LONG)}>"
+            f"{html.escape(text)}</td>"
             for i, v in enumerate(row)
+            for text in (format_value(v, names[i]),)
         )
         + "</tr>"
         for row in frame.head(max_rows).iter_rows()

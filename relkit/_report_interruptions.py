@@ -164,7 +164,7 @@ def interruptions_sections(ctx: ReportContext) -> Sections:
             "Causes that leave no kernel-log line (software bugs, power "
             "supplies, SSDs) can only land in the &quot;no log signal&quot; "
             "rows.</p>"
-            + _html.table_html(shown)
+            + _html.table_html(shown.drop("kind"))
             + (
                 "<p>Planned: "
                 + html.escape(
