@@ -1232,11 +1232,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("shell", choices=("bash", "zsh", "tcsh"), help="the shell")
     p.set_defaults(func=_cmd_completion)
 
-    from relkit._cli_help import describe_verbs  # a summary and examples each
+    # a summary and examples for each verb whose options were built
+    built = {
+        name: verb
+        for name, verb in subparsers.choices.items()
+        if only is None or name == only
+    }
+    if built:
+        from relkit._cli_help import describe_verbs
 
-    describe_verbs(
-        subparsers.choices, {a.dest: a.help for a in subparsers._choices_actions}
-    )
+        describe_verbs(built, {a.dest: a.help for a in subparsers._choices_actions})
     return parser
 
 
