@@ -60,7 +60,10 @@ MARKS_JS = """(div) => {
   const marks = div.querySelectorAll(
     'g.role-mark > path, g.role-mark > rect, g.role-mark > line, '
     + 'g.role-mark > circle, g.role-mark > text');
+  const texts = (sel) => [...div.querySelectorAll(sel)].map(t => t.textContent);
   return {svg: !!svg, canvas: !!canvas, marks: marks.length,
+          title: texts('g.role-title-text text').join(' ').trim(),
+          axis_titles: texts('g.role-axis-title text'),
           kinds: [...new Set([...div.querySelectorAll('g.role-mark')]
             .map(g => [...g.classList].find(c => c.startsWith('mark-'))))]};
 }"""
@@ -187,7 +190,8 @@ def test_no_network_requests(pages: dict[str, dict[str, Any]]) -> None:
 
 
 def test_every_chart_is_drawn_with_marks(pages: dict[str, dict[str, Any]]) -> None:
-    """Each chart div holds Vega's SVG/canvas with data marks; no fallback left."""
+    """Each chart div holds Vega's SVG/canvas with data marks, a title and axis
+    titles as drawn; no static fallback is left."""
     for name, seen in pages.items():
         assert seen["n_charts"] >= 3, f"{name} report has {seen['n_charts']} charts"
         assert len(seen["charts"]) == seen["n_charts"], "chart ids are not unique"
@@ -195,6 +199,9 @@ def test_every_chart_is_drawn_with_marks(pages: dict[str, dict[str, Any]]) -> No
             assert chart["svg"] or chart["canvas"], f"{name}#{div_id} not drawn"
             if chart["svg"]:
                 assert chart["marks"] > 0, f"{name}#{div_id} drew no marks: {chart}"
+                # issue 14 §2: every chart has a title and titled axes
+                assert chart["title"], f"{name}#{div_id} has no title"
+                assert chart["axis_titles"], f"{name}#{div_id} has no axis title"
         assert seen["static_left"] == 0, f"{name}: static fallbacks still shown"
 
 
