@@ -162,7 +162,8 @@ def _decision(ctx: ReportContext, goodput: Goodput) -> tuple[str, str]:
             f"{first['interval_upper_h'] * 60:,.1f} min at {confidence:.0%}) "
             f"for an expected ETTR of {optimum[1]:.1%} "
             f"({first['expected_ettr_lower']:.1%}–{first['expected_ettr_upper']:.1%})"
-            f"; {gain:+.1%} against the measured ETTR, which also carries planned "
+            f"; {gain * 100:+.1f} percentage points against the measured ETTR, "
+            "which also carries planned "
             "stops and waits the model leaves out.</p>"
         )
     parts.append(verdict)

@@ -127,7 +127,7 @@ def _hours(value: float | None) -> str:
         return "n/a"
     if value >= 48:
         return f"{value:,.0f} h ({value / 24:,.1f} days)"
-    return f"{value:.3g} h" if value >= 1 else f"{value * 60:.3g} min"
+    return f"{value:#.3g} h" if value >= 1 else f"{value * 60:#.3g} min"
 
 
 def _ettr_sweep(

@@ -37,7 +37,8 @@ def test_mttf_at_16384_gpus_is_one_over_n_times_the_per_gpu_rate(synthetic):
     """The section's MTTF at 16,384 GPUs equals 1/(16,384 × per-GPU rate), the
     per-GPU rate being the node failures counted over node-hours × 8 GPUs (the
     assets' gpus); its bounds are the same with Garwood's chi-square bounds of
-    the count: lower rate chi2.ppf(0.05, 2n)/2, upper chi2.ppf(0.95, 2n+2)/2."""
+    the count at the report's level c: lower chi2.ppf((1-c)/2, 2n)/2, upper
+    chi2.ppf((1+c)/2, 2n+2)/2 failures."""
     ctx, sections, said = synthetic
     assert isinstance(sections, list)
     assert [t for t, _ in sections] == ["Scale: MTTF and ETTR against GPU count"]
@@ -50,8 +51,9 @@ def test_mttf_at_16384_gpus_is_one_over_n_times_the_per_gpu_rate(synthetic):
     assert table["gpus"].to_list() == list(SCALE_GPUS)
     row = table.filter(pl.col("gpus") == 16384).row(0, named=True)
     assert row["mttf_h"] == pytest.approx(1.0 / (16384 * per_gpu_h), rel=1e-12)
-    low_count = stats.chi2.ppf(0.05, 2 * n) / 2
-    high_count = stats.chi2.ppf(0.95, 2 * n + 2) / 2
+    alpha = 1.0 - ctx.assumptions.confidence  # two-sided level of the report
+    low_count = stats.chi2.ppf(alpha / 2, 2 * n) / 2
+    high_count = stats.chi2.ppf(1 - alpha / 2, 2 * n + 2) / 2
     assert row["mttf_upper_h"] == pytest.approx(
         node_h * 8 / (16384 * low_count), rel=1e-9
     )
