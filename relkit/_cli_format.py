@@ -166,9 +166,9 @@ def machine_frame(frame: pl.DataFrame) -> pl.DataFrame:
 
 def _is_amount(name: str) -> bool:
     return (
-        name.startswith("n_")
+        name.startswith(("n_", "gpus"))
         or name.endswith(_AMOUNT_SUFFIXES)
-        or name in ("count", "interruptions")
+        or name in ("nodes", "count", "interruptions")
     )
 
 

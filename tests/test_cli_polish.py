@@ -609,3 +609,17 @@ def test_main_help_names_the_environment(capsys: pytest.CaptureFixture[str]) -> 
     out = capsys.readouterr().out
     assert "RELKIT_DB     the store of every verb with --db" in out
     assert "relkit completion bash" in out
+
+
+def test_scale_table_separates_gpu_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    """``relkit scale --failure-rate 0.0065 --gpus 1024,16384,131072``: job MTTF
+    = 24 / (N_nodes r_f) h with 8 GPUs a node (Kokolis et al. 2025,
+    arXiv:2410.21680): 24 / (128 x 0.0065) = 28.846 h, 24 / (2048 x 0.0065) =
+    1.803 h, 24 / (16384 x 0.0065) = 0.225 h (median 1.803: three decimals)."""
+    code, out, _ = run(
+        capsys, "scale", "--failure-rate", "0.0065", "--gpus", "1024,16384,131072"
+    )
+    assert code == 0
+    rows = _table(out)
+    assert [r["gpus"] for r in rows] == ["1,024", "16,384", "131,072"]
+    assert [r["mttf_h"] for r in rows] == ["28.846", "1.803", "0.225"]
