@@ -70,36 +70,46 @@ def _notebook(*sources: str) -> "nbformat.NotebookNode":  # noqa: F821
 def test_nbval_offline_check_fails_a_cdn_chart(tmp_path: Path) -> None:
     """The notebooks' nbval run refuses a chart drawn by Altair's default renderer.
 
-    Three tiny notebooks, run the way ``make nbval`` runs the real ones
-    (network blocked, notebooks/conftest.py's checks): ``good`` commits and
-    re-renders its chart as an SVG image (passes); ``bad`` was committed with
-    the SVG but its kernel now draws with Altair's default renderer, whose
-    output loads Vega from a CDN (must fail, naming why); ``net`` prints
-    "blocked" only when its kernel's connection to a non-loopback address is
-    refused by ``.ci/offline/sitecustomize.py`` (passes only with the block).
+    A tiny notebook, run the way ``make nbval`` runs the real ones (network
+    blocked, notebooks/conftest.py's checks), committed with each chart as the
+    SVG image that relkit's offline renderer gives (made here in-process by
+    IPython's display formatter). Cell 1 draws its chart offline (passes);
+    cell 2 prints "blocked" only when the kernel's connection to a
+    non-loopback address is refused by ``.ci/offline/sitecustomize.py``
+    (passes only with the block); cell 4 draws after cell 3 switched back to
+    Altair's default renderer, whose output loads Vega from a CDN (must fail,
+    naming why).
     """
     import os
     import subprocess
     import sys
 
+    import altair as alt
     import nbformat
-    from nbclient import NotebookClient
+    import polars as pl
+    from IPython.core.formatters import DisplayFormatter
 
+    from relkit.charts import enable_offline_rendering
+
+    with enable_offline_rendering():
+        data, _ = DisplayFormatter().format(eval(CHART, {"alt": alt, "pl": pl}))
+    assert sorted(data) == ["image/svg+xml", "text/plain"]
     offline = SETUP + "from relkit.charts import enable_offline_rendering\n"
-    offline += "enable_offline_rendering()\n"
-    good = _notebook(offline, CHART)
-    NotebookClient(good, timeout=120, kernel_name="python3").execute()
-    svg = good.cells[1].outputs
-    assert [sorted(o["data"]) for o in svg] == [["image/svg+xml", "text/plain"]]
-    bad = _notebook(SETUP, CHART)  # default renderer, committed as the SVG
-    bad.cells[0].execution_count = 1
-    bad.cells[1].execution_count = 2
-    bad.cells[1].outputs = svg
-    net = _notebook(NETWORK)
-    net.cells[0].execution_count = 1
-    net.cells[0].outputs = [nbformat.v4.new_output("stream", text="blocked\n")]
-    for name, nb in (("good", good), ("bad", bad), ("net", net)):
-        nbformat.write(nb, tmp_path / f"{name}.ipynb")
+    offline += "_ = enable_offline_rendering()"
+    nb = _notebook(
+        offline, CHART, NETWORK, '_ = alt.renderers.enable("default")', CHART
+    )
+    outputs = [
+        [],
+        [nbformat.v4.new_output("execute_result", data=data, execution_count=2)],
+        [nbformat.v4.new_output("stream", text="blocked\n")],
+        [],
+        [nbformat.v4.new_output("execute_result", data=data, execution_count=5)],
+    ]
+    for k, (cell, outs) in enumerate(zip(nb.cells, outputs, strict=True)):
+        cell.execution_count = k + 1
+        cell.outputs = outs
+    nbformat.write(nb, tmp_path / "charts.ipynb")
     (tmp_path / "conftest.py").write_text(
         (ROOT / "notebooks" / "conftest.py").read_text(encoding="utf-8")
     )
@@ -126,9 +136,9 @@ def test_nbval_offline_check_fails_a_cdn_chart(tmp_path: Path) -> None:
     )
     out = done.stdout
     assert done.returncode == 1, out[-3000:]
-    assert "PASSED good.ipynb::Cell 1" in out, out[-3000:]
-    assert "PASSED net.ipynb::Cell 0" in out, out[-3000:]
-    assert "FAILED bad.ipynb::Cell 1" in out, out[-3000:]
+    for k in (0, 1, 2, 3):
+        assert f"PASSED charts.ipynb::Cell {k}" in out, out[-3000:]
+    assert "FAILED charts.ipynb::Cell 4" in out, out[-3000:]
     # Altair 6 in a kernel with no front end: HTML that loads vega@6 from jsDelivr
     assert "text/html output has a <script> or a CDN address" in out
     assert "differ from committed [['image/svg+xml', 'text/plain']]" in out
