@@ -35,11 +35,13 @@ if os.environ.get("RELKIT_BLOCK_NETWORK") == "1":
         )
 
     def connect(self: socket.socket, address: object) -> None:
+        """socket.connect, refused for a non-loopback internet address."""
         if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_local(address):
             raise _refuse(address)
         return _connect(self, address)
 
     def connect_ex(self: socket.socket, address: object) -> int:
+        """socket.connect_ex, ENETUNREACH for a non-loopback internet address."""
         if self.family in (socket.AF_INET, socket.AF_INET6) and not _is_local(address):
             return 101
         return _connect_ex(self, address)
