@@ -490,11 +490,16 @@ def _cmd_mtbf(args: argparse.Namespace) -> int:
             .item()
         )
         last = tables["events"]["ts"].max()
-        window = f" in the window [{start}, {end})" if start or end else ""
+        window = (
+            f" in the window [{_shown(start) if start else 'start'}, "
+            f"{_shown(end) if end else 'end'})"
+            if start or end
+            else ""
+        )
         msg = (
-            f"no unit was at risk{window}: units enter service from {first}, and "
-            f"the failure data ends at {last}. Choose a window that overlaps "
-            "them, or check the assets' dates."
+            f"no unit was at risk{window}: units enter service from "
+            f"{_shown(first)}, and the failure data ends at {_shown(last)}. "
+            "Choose a window that overlaps them, or check the assets' dates."
         )
         raise RelkitError(msg)
     _say_exclusions(obs.excluded)

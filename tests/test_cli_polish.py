@@ -623,3 +623,28 @@ def test_scale_table_separates_gpu_counts(capsys: pytest.CaptureFixture[str]) ->
     rows = _table(out)
     assert [r["gpus"] for r in rows] == ["1,024", "16,384", "131,072"]
     assert [r["mttf_h"] for r in rows] == ["28.846", "1.803", "0.225"]
+
+
+def test_window_error_writes_times_as_iso(
+    fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A window in 1990: the fleet's first unit entered service on 2024-01-01
+    (gpu10) and its last event is 2025-01-23 (gpu2's NIC): one line, the times
+    as the CSV writes them."""
+    code, _, err = run(
+        capsys,
+        "mtbf",
+        "--db",
+        fleet,
+        "--window-start",
+        "1990-01-01T00:00Z",
+        "--window-end",
+        "1991-01-01T00:00Z",
+    )
+    assert code == 1
+    assert err == (
+        "relkit mtbf: error: no unit was at risk in the window "
+        "[1990-01-01T00:00:00Z, 1991-01-01T00:00:00Z): units enter service from "
+        "2024-01-01T00:00:00Z, and the failure data ends at 2025-01-23T00:00:00Z. "
+        "Choose a window that overlaps them, or check the assets' dates.\n"
+    )
