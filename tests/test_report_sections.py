@@ -408,3 +408,42 @@ def test_report_options_reach_the_page(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "--confidence must be in (0, 1)" in err[0]
+
+
+def test_heatmap_by_rack_for_a_large_fleet(tmp_path: Path) -> None:
+    """70 hosts with one failure each (over 60 rows) in 12 racks of assets: the
+    heatmap sums incidents per rack, racks in natural order (r2 before r10).
+    Hand count: host n{i} is in rack r{i % 12}, so rack r0 holds n0, n12, ...,
+    n60: 6 incidents; racks r10 and r11: 5 each (70 = 10 x 6 + 2 x 5)."""
+    hosts = [f"n{i}" for i in range(70)]
+    (tmp_path / "assets.csv").write_text(
+        "host,in_service_ts,gpus,rack\n"
+        + "".join(
+            f"{h},2025-01-01T00:00:00Z,8,r{i % 12}\n" for i, h in enumerate(hosts)
+        )
+    )
+    (tmp_path / "events.csv").write_text(
+        "ts,host,failure_mode\n"
+        + "".join(
+            f"2025-01-{1 + i % 28:02d}T12:00:00Z,{h},hardware/gpu\n"
+            for i, h in enumerate(hosts)
+        )
+    )
+    with Store(tmp_path / "r.duckdb") as store:
+        read_file(store, tmp_path / "assets.csv", kind="assets")
+        read_file(store, tmp_path / "events.csv", kind="events")
+        page = write_report(store, tmp_path / "rep").read_text(encoding="utf-8")
+    assert "Incidents by rack and time" in _sections(page)
+    section = page.split('<div id="incident-heatmap"')[1]
+    spec = json.loads(
+        re.search(r"vegaEmbed\(el, (\{.*?\}), \{renderer", section).group(1)
+    )
+    order = spec["encoding"]["y"]["sort"]
+    assert order == [f"r{i}" for i in range(12)]
+    cells = spec["datasets"][spec["data"]["name"]]
+    per_rack = Counter()
+    for cell in cells:
+        per_rack[cell["unit"]] += cell["incidents"]
+    assert per_rack["r0"] == 6
+    assert per_rack["r10"] == per_rack["r11"] == 5
+    assert sum(per_rack.values()) == 70
