@@ -315,7 +315,15 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             if args.format != "table":  # the record, for a program reading it
                 _emit(results, args.format)
             raise RelkitError(only_error)
-        if results:
+        if results and args.format == "table":  # each error is on stderr above
+            _emit(
+                [
+                    {**r, "error": "refused (above)"} if "error" in r else r
+                    for r in results
+                ],
+                args.format,
+            )
+        elif results:
             _emit(results, args.format)
         if failed or refused:
             # raised inside the store's block, so a new store left empty is removed

@@ -648,3 +648,27 @@ def test_window_error_writes_times_as_iso(
         "2024-01-01T00:00:00Z, and the failure data ends at 2025-01-23T00:00:00Z. "
         "Choose a window that overlaps them, or check the assets' dates.\n"
     )
+
+
+def test_ingest_table_does_not_repeat_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two files, the second refused (an events file given as sacct): its
+    reason is on stderr once; the table marks the row, --format json keeps
+    the reason."""
+    good = tmp_path / "good.csv"
+    good.write_text(EVENTS)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(EVENTS)
+    db = str(tmp_path / "s.duckdb")
+    assert run(capsys, "ingest", "--db", db, "--kind", "events", str(good))[0] == 0
+    code, out, err = run(capsys, "ingest", "--db", db, "--kind", "sacct", str(bad))
+    assert code == 1
+    assert err.count("no JobID column") == 1
+    code, out, err = run(
+        capsys, "ingest", "--db", db, "--kind", "sacct", str(bad), str(bad)
+    )
+    assert code == 1
+    assert err.count("no JobID column") == 2  # once per file given
+    assert [r["error"] for r in _table(out)] == ["refused (above)"] * 2
+    assert "no JobID column" not in out
