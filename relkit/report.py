@@ -647,7 +647,13 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
     # the LANL report runs beside the simulated run's, in a second process
     # (each is mostly one core's work); its messages are relayed as they come
     spawn = multiprocessing.get_context("spawn")
-    messages = spawn.Queue()
+    try:
+        messages = spawn.Queue()
+    except OSError as exc:  # no POSIX semaphores (some sandboxes): one at a time
+        progress(f"note: the LANL report runs after the other ({exc})")
+        page, jobs = _simulated_demo(out_dir, progress)
+        lanl = _lanl_demo(str(out_dir / "lanl"), progress)
+        return _gpud_demo(out_dir, page, jobs, lanl)
     relay = threading.Thread(target=_relay, args=(messages, progress), daemon=True)
     relay.start()
     pool = ProcessPoolExecutor(
@@ -662,8 +668,7 @@ def run_demo(out_dir: Path, *, progress: Progress = _quiet) -> dict[str, Any]:
         messages.put(None)
         relay.join(timeout=5)
     page, jobs = sim
-    progress("ingesting NVIDIA kernel-log excerpts (gpud fixtures; times read as UTC)")
-    return _gpud_demo(out_dir, page, jobs, lanl)
+    return _gpud_demo(out_dir, page, jobs, lanl, progress)
 
 
 def _simulated_demo(out_dir: Path, progress: Progress) -> tuple[Path, dict[str, Any]]:
@@ -697,12 +702,13 @@ def _relay(queue: Any, progress: Progress) -> None:  # noqa: ANN401
         progress(f"LANL: {message}")
 
 
-def _lanl_demo(lanl_dir: str) -> dict[str, Any]:
+def _lanl_demo(lanl_dir: str, progress: Progress | None = None) -> dict[str, Any]:
     """Ingest the LANL failure data and write its report (in the demo's 2nd process)."""
     from relkit import datasets
     from relkit.ingest import read_file
 
-    progress = _QUEUE.put if _QUEUE is not None else _quiet
+    if progress is None:
+        progress = _QUEUE.put if _QUEUE is not None else _quiet
     out = Path(lanl_dir)
     out.mkdir(parents=True, exist_ok=True)
     with Store(out / "relkit.duckdb") as store:
@@ -730,11 +736,17 @@ def _lanl_demo(lanl_dir: str) -> dict[str, Any]:
 
 
 def _gpud_demo(
-    out_dir: Path, page: Path, jobs: dict[str, Any], lanl: dict[str, Any]
+    out_dir: Path,
+    page: Path,
+    jobs: dict[str, Any],
+    lanl: dict[str, Any],
+    progress: Progress,
 ) -> dict[str, Any]:
     """Count the gpud kernel-log excerpts' incidents; assemble the demo's summary."""
     from relkit import datasets
     from relkit.ingest import read_path
+
+    progress("ingesting NVIDIA kernel-log excerpts (gpud fixtures; times read as UTC)")
 
     with Store(out_dir / "gpu-logs.duckdb") as gpu_store:
         logs = read_path(

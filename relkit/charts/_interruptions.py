@@ -104,4 +104,9 @@ def interruption_pareto_chart(
         ),
         tooltip=["cause:N", "interruptions:Q", "cumulative_pct:Q"],
     )
-    return alt.layer(bars, line).resolve_scale(y="independent")
+    width = min(640, max(320, 64 * frame.height))
+    return (
+        alt.layer(bars, line)
+        .resolve_scale(y="independent")
+        .properties(width=width, height=300)
+    )
