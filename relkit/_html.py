@@ -370,7 +370,7 @@ def chart_div(
 
 
 #: Column names read as shares (a fraction in [0, 1]), printed as percent.
-_SHARE = re.compile(r"(^|_)(frac|share|pct_of_kind)($|_)|^ettr(_|$)")
+_SHARE = re.compile(r"(^|_)(frac|share|ettr)($|_)")
 #: Column names read as rates, printed to 3 significant digits.
 _RATE = re.compile(r"(^|_)(rate|per)($|_)")
 #: Column names read as hours.
@@ -402,7 +402,7 @@ def format_value(value: object, column: str | None = None) -> str:
         The column's name; it picks the format of a float by the house
         naming rule (STYLE.md: the unit is in the name): hours (``*_h``) as
         whole numbers from 100 h on and to 3 significant digits below; shares
-        (``frac``, ``*_frac``, ``share``, ``ettr``) as percent with one
+        (``frac``, ``*_frac``, ``share``, ``*ettr*``) as percent with one
         decimal; rates (``*rate*``, ``*_per_*``) to 3 significant digits.
 
     Returns

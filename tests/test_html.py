@@ -176,6 +176,7 @@ def test_format_value_by_the_columns_unit() -> None:
     assert fv(0.0123456, "failure_rate_per_h") == "0.0123"
     assert fv(2.876, "failures_per_1000_node_days") == "2.88"
     assert fv(0.97216, "ettr_frac") == "97.2 %"
+    assert fv(0.98171, "expected_ettr") == "98.2 %"
     assert fv(0.0357, "share") == "3.6 %"
     assert fv(0.97216, "llama3_share") == "97.2 %"
     assert fv(1.23456, "weibull_shape") == "1.235"
