@@ -172,16 +172,23 @@ def _is_amount(name: str) -> bool:
     )
 
 
-def _decimals(values: list[float]) -> int | None:
-    """Decimals for a column: four significant digits of its median magnitude.
+def _typical(column: pl.Series) -> float | None:
+    """Return the median size of a column's non-zero finite values, or None.
 
-    Fewer where the last places are 0 in every row; None where the typical
-    value is below 10**-6, shown in exponent form instead.
+    Of an even count, the upper middle one.
     """
-    sizes = sorted(abs(v) for v in values if math.isfinite(v) and v != 0)
-    if not sizes:
+    sizes = column.filter(column.is_finite() & (column != 0)).abs().sort()
+    return None if sizes.len() == 0 else float(sizes[sizes.len() // 2])
+
+
+def _decimals(typical: float | None, values: list[float]) -> int | None:
+    """Decimals for a column: four significant digits of its typical size.
+
+    Fewer where the last places are 0 in every row shown (``values``); None
+    where the typical value is below 10**-6, shown in exponent form instead.
+    """
+    if typical is None:
         return 0
-    typical = sizes[len(sizes) // 2]
     decimals = _DIGITS - 1 - math.floor(math.log10(typical))
     if decimals > _MAX_DECIMALS:
         return None
@@ -216,10 +223,12 @@ def reading_value(value: float, decimals: int | None) -> str:
     return f"{value:,.{decimals}f}"
 
 
-def _number_texts(column: pl.Series) -> list[str | None]:
+def _number_texts(column: pl.Series, whole: pl.Series) -> list[str | None]:
+    """Write the numbers of ``column``, the rows shown of ``whole``."""
     values = column.to_list()
     if column.dtype.is_float():
-        decimals = _decimals([v for v in values if v is not None])
+        given = [v for v in values if v is not None]
+        decimals = _decimals(_typical(whole), given)
         return [None if v is None else reading_value(v, decimals) for v in values]
     amount = _is_amount(column.name)
     return [None if v is None else (f"{v:,}" if amount else str(v)) for v in values]
@@ -234,7 +243,7 @@ def _is_empty(column: pl.Series) -> bool:
     return False
 
 
-def reading_frame(frame: pl.DataFrame) -> pl.DataFrame:
+def reading_frame(frame: pl.DataFrame, *, rows: int | None = None) -> pl.DataFrame:
     """Prepare a result for the table a person reads.
 
     Numbers become right-aligned text with thousands separators: a float column
@@ -250,6 +259,11 @@ def reading_frame(frame: pl.DataFrame) -> pl.DataFrame:
     ----------
     frame : polars.DataFrame
         A result, full precision.
+    rows : int, optional
+        The rows the table shows (polars' ``tbl_rows``): a longer frame is
+        written for its first and last ``rows // 2`` rows and one between
+        (which polars prints as the ``…`` line), the decimals still chosen
+        from every row. Default: every row.
 
     Returns
     -------
@@ -259,12 +273,16 @@ def reading_frame(frame: pl.DataFrame) -> pl.DataFrame:
     if frame.height == 0:
         return frame
     dropped = [c.name for c in frame.get_columns() if _is_empty(c)]
-    shown = frame.drop(dropped)
+    whole = frame.drop(dropped)
+    shown = whole
+    if rows is not None and whole.height > rows:
+        half = rows // 2
+        shown = pl.concat([whole.head(half), whole[half : half + 1], whole.tail(half)])
     columns = []
     for column in shown.get_columns():
         dtype = column.dtype
         if dtype.is_numeric() and dtype != pl.Boolean:
-            texts = _number_texts(column)
+            texts = _number_texts(column, whole[column.name])
             # right-aligned under the name, as numbers are
             width = max([len(column.name), *(len(t) for t in texts if t is not None)])
             column = pl.Series(

@@ -112,7 +112,8 @@ def _emit(
     elif isinstance(result, dict):
         _print_pairs(result)
     else:
-        frame = reading_frame(frame)
+        height = frame.height
+        frame = reading_frame(frame, rows=200)
         with pl.Config(
             tbl_rows=200,
             tbl_cols=30,
@@ -123,10 +124,10 @@ def _emit(
             fmt_str_lengths=300,
         ):
             print(frame)
-        if frame.height == 0:
+        if height == 0:
             _progress("note: the result has no rows")
         cut = [
-            f"{frame.height:,} rows (200 shown)" if frame.height > 200 else "",
+            f"{height:,} rows (200 shown)" if height > 200 else "",
             f"{frame.width} columns (30 shown)" if frame.width > 30 else "",
         ]
         if shown := " and ".join(c for c in cut if c):

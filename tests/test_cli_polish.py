@@ -672,3 +672,22 @@ def test_ingest_table_does_not_repeat_errors(
     assert err.count("no JobID column") == 2  # once per file given
     assert [r["error"] for r in _table(out)] == ["refused (above)"] * 2
     assert "no JobID column" not in out
+
+
+def test_a_long_table_shows_its_ends(
+    lanl_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LANL's 23,739 events: the table shows the first and last 100 (polars'
+    ``…`` line between) and says how many there are; the last row is the last
+    event by time in the JSON."""
+    code, out, err = run(capsys, "events", "--db", str(lanl_db))
+    assert code == 0
+    rows = _table(out)
+    assert len(rows) == 201  # 100, the "..." line, 100
+    assert rows[100]["ts"] == "..."
+    assert "the table has 23,739 rows (200 shown)" in err
+    _, out_json, _ = run(capsys, "events", "--db", str(lanl_db), "--format", "json")
+    events = json.loads(out_json)
+    assert len(events) == 23739
+    assert rows[-1]["ts"] == events[-1]["ts"].replace("T", " ")
+    assert rows[0]["ts"] == events[0]["ts"].replace("T", " ")
