@@ -35,7 +35,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "rejects": ("relkit rejects --db fleet.duckdb --source sacct.psv",),
     "incidents": ("relkit incidents --db fleet.duckdb --window-min 10",),
     "ettr": (
-        "relkit ettr --gpus 16384 --failure-rate 0.0065 --restart-h 0.1 "
+        "relkit ettr --gpus 16384 --failures-per-node-day 0.0065 --restart-h 0.1 "
         "--interval-h 1 --cost-h 0.02",
     ),
     "report": ("relkit report --db fleet.duckdb --out report/",),
@@ -47,15 +47,15 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "relkit checkpoint --db fleet.duckdb --gpus 16384",
     ),
     "whatif": (
-        "relkit whatif --gpus 4096,16384 --failure-rate 0.0065 --restart-h 0.1 "
-        "--cost-h 0.02",
+        "relkit whatif --gpus 4096,16384 --failures-per-node-day 0.0065 "
+        "--restart-h 0.1 --cost-h 0.02",
     ),
     "jobs": ("relkit jobs --db fleet.duckdb --format csv > jobs.csv",),
     "interruptions": ("relkit interruptions --db fleet.duckdb",),
     "rootcause": ("relkit rootcause --db fleet.duckdb --summary",),
     "check-table": ("relkit check-table --strict table5.csv",),
     "scale": (
-        "relkit scale --failure-rate 0.0065 --gpus 1024,16384,131072",
+        "relkit scale --failures-per-1000-node-days 6.5 --gpus 1024,16384,131072",
         "relkit scale --db fleet.duckdb --gpus 16384",
     ),
     "job-mttf": ("relkit job-mttf --db fleet.duckdb",),
