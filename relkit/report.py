@@ -352,6 +352,27 @@ def _summary(ctx: ReportContext, shown: list[str]) -> tuple[str, str]:
             said.append(
                 f"recommended checkpoint interval {d['interval_h'] * 60:.1f} min"
             )
+    if "lemons" in t and "lemon" in t["lemons"].columns:
+        n_lemons = int(t["lemons"]["lemon"].sum())
+        said.append(f"{n_lemons:,} lemon node(s)")
+    trend = t.get("trend")
+    if trend is not None and trend.height and "laplace_direction" in trend.columns:
+        direction = trend["laplace_direction"][0]
+        said.append(
+            "no evidence of a trend in the failure rate (Laplace test)"
+            if direction == "no evidence"
+            else f"failure rate {direction} (Laplace test)"
+        )
+    scale = t.get("scale_projection")
+    if scale is not None and scale.height and {"gpus", "mttf_h"} <= set(scale.columns):
+        top = scale.sort("gpus").row(-1, named=True)
+        mttf = top["mttf_h"]
+        every = (
+            f"{mttf * 60:.0f} min"
+            if mttf < 1
+            else f"{_html.format_value(mttf, 'mttf_h')} h"
+        )
+        said.append(f"a job on {top['gpus']:,} GPUs would fail every {every}")
     if "mtbf_by_system" in t and "Per system" in shown:
         systems = t["mtbf_by_system"].filter(pl.col("system").is_not_null())
         said.append(f"{systems.height:,} systems compared")
