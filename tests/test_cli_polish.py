@@ -691,3 +691,23 @@ def test_a_long_table_shows_its_ends(
     assert len(events) == 23739
     assert rows[-1]["ts"] == events[-1]["ts"].replace("T", " ")
     assert rows[0]["ts"] == events[0]["ts"].replace("T", " ")
+
+
+def test_bash_completion_completes(tmp_path: Path) -> None:
+    """Sourced in bash, the script completes ``relkit mt`` to the one verb that
+    starts so (mtbf) and ``relkit ingest --kind s`` to the one kind (sacct)."""
+    done = _relkit("completion", "bash")
+    script = tmp_path / "relkit.bash"
+    script.write_text(done.stdout)
+    line = (
+        f"source {script}; "
+        "COMP_WORDS=(relkit mt); COMP_CWORD=1; _shtab_relkit relkit mt relkit; "
+        'echo "${COMPREPLY[@]}"; '
+        "COMP_WORDS=(relkit ingest --kind s); COMP_CWORD=3; "
+        '_shtab_relkit relkit s --kind; echo "${COMPREPLY[@]}"'
+    )
+    got = subprocess.run(
+        ["bash", "-c", line], capture_output=True, text=True, check=False
+    )
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.split("\n")[:2] == ["mtbf", "sacct"]
