@@ -447,3 +447,29 @@ def test_heatmap_by_rack_for_a_large_fleet(tmp_path: Path) -> None:
     assert per_rack["r0"] == 6
     assert per_rack["r10"] == per_rack["r11"] == 5
     assert sum(per_rack.values()) == 70
+
+
+def test_run_summary_and_data_state_the_truth(run_report: Path) -> None:
+    """Summary and Data against the run's ground_truth.json: 41 logged failure
+    incidents over 264 x 54 x 24 = 342,144 node-hours; 56 unexpected and 41
+    planned interruptions; 29,601 kernel-log lines and 392 sacct rows read, none
+    rejected (``counts``); the sections present are named."""
+    truth = json.loads((RUN / "ground_truth.json").read_text(encoding="utf-8"))
+    counts = truth["counts"]
+    page = (run_report / "report.html").read_text(encoding="utf-8")
+    summary = page.split("<h2>Summary</h2>")[1].split("</section>")[0]
+    assert (
+        f"{counts['logged_failure_incidents']} counted failures over 342,144 "
+        "node-hours" in summary
+    )
+    assert (
+        f"{counts['interruptions_unexpected']} unexpected and "
+        f"{counts['interruptions_planned']} planned job interruptions" in summary
+    )
+    assert "Sections: Data, Failures, Interruptions, Goodput" in summary
+    by_kind = pl.read_csv(run_report / "tables" / "sources_by_kind.csv")
+    rows = {r["kind"]: r for r in by_kind.iter_rows(named=True)}
+    assert rows["kernel"]["lines"] == counts["log_lines"] == 29601
+    assert rows["sacct"]["lines"] == counts["sacct_rows"] == 392
+    assert by_kind["rejected"].sum() == 0
+    assert "No input line was rejected." in page
