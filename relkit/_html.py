@@ -56,7 +56,7 @@ th, td { padding: 0.25rem 0.6rem; border-bottom: 1px solid #e3e3e3;
   text-align: left; vertical-align: top; white-space: nowrap; }
 th { background: #f5f5f5; font-weight: 600; }
 td.num, th.num { text-align: right; }
-.relkit-wide th { white-space: normal; overflow-wrap: anywhere; min-width: 4.5rem; }
+.relkit-wide th { white-space: normal; min-width: 3.5rem; }
 .relkit-wide td { white-space: normal; }
 .relkit-wide td.num { white-space: nowrap; }
 td.wrap { white-space: normal; min-width: 14rem; }
@@ -512,9 +512,9 @@ def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
         (``class="null"``), cells over 40 characters wrap
         (``class="wrap"``). Columns that are null in every row are left out
         and named in a note under the table; a table of more than 8 columns
-        gets ``class="relkit-table relkit-wide"``, whose headers and text
-        cells wrap. When the first column is an id (:data:`ID_COLUMNS`) and
-        the rows are in its text order, they are put in natural order
+        gets ``class="relkit-table relkit-wide"``, whose headers wrap after
+        an underscore (``<wbr>``) and whose text cells wrap. When the first
+        column is an id (:data:`ID_COLUMNS`) and the rows are in its text order, they are put in natural order
         (``n2`` before ``n10``).
 
     Raises
@@ -557,8 +557,12 @@ def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
         )
         return f' class="{" ".join(names)}"' if names else ""
 
+    wide = frame.width > 8
     head = "".join(
-        f"<th{cls(i)}>{html.escape(name)}</th>" for i, name in enumerate(names)
+        f"<th{cls(i)}>"
+        + (html.escape(name).replace("_", "_<wbr>") if wide else html.escape(name))
+        + "</th>"
+        for i, name in enumerate(names)
     )
     body = [
         "<tr>"
@@ -583,9 +587,8 @@ def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
             + html.escape(", ".join(empty))
             + ".</p>"
         )
-    wide = " relkit-wide" if frame.width > 8 else ""
     return (
-        f'<div class="relkit-table{wide}"><table>\n'
+        f'<div class="relkit-table{" relkit-wide" if wide else ""}"><table>\n'
         f"<thead><tr>{head}</tr></thead>\n<tbody>\n"
         + "".join(f"{r}\n" for r in body)
         + f"</tbody></table>{note}</div>"
