@@ -514,8 +514,8 @@ def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
         and named in a note under the table; a table of more than 8 columns
         gets ``class="relkit-table relkit-wide"``, whose headers wrap after
         an underscore (``<wbr>``) and whose text cells wrap. When the first
-        column is an id (:data:`ID_COLUMNS`) and the rows are in its text order, they are put in natural order
-        (``n2`` before ``n10``).
+        column is an id (:data:`ID_COLUMNS`) and the rows are in its text
+        order, they are put in natural order (``n2`` before ``n10``).
 
     Raises
     ------
