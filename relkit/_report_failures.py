@@ -289,9 +289,9 @@ def _heatmap(ctx: ReportContext, incidents: pl.DataFrame) -> tuple[str, str] | N
     return (
         f"Incidents by {unit} and time",
         f"<p>Counted failures (incidents of modes that count) per {unit} and "
-        f"time bin. {why}Rows with most incidents first beyond 60 rows fold "
-        "into one row; a dark cell is a unit that failed repeatedly in a short "
-        "time.</p>" + ctx.chart(chart, "incident-heatmap"),
+        f"time bin. {why}Beyond 60 rows, the {unit}s with fewest incidents "
+        "fold into one row. A dark cell is a unit that failed repeatedly in a "
+        "short time.</p>" + ctx.chart(chart, "incident-heatmap"),
     )
 
 
