@@ -127,6 +127,17 @@ def _mtbf_by_mode(ctx: ReportContext) -> tuple[str, str]:
         "n_folded",
         "warning",
     )
+    # the same in every row (the whole fleet's time at risk), or all zero: said
+    # once in the text, not repeated in a column (tables/mtbf_by_mode.csv has all)
+    same = [
+        c
+        for c in ("n_units", "exposure_h")
+        if shown.height > 1 and shown[c].n_unique() == 1
+    ]
+    zero = [
+        c for c in ("n_excluded", "n_folded") if not (shown[c].fill_null(0) != 0).any()
+    ]
+    shown = shown.drop(same, *zero)
     grouping = "root cause" if col == "root_cause" else "failure mode"
     body = (
         f"<p>Whole fleet: {fleet_mtbf_sentence(overall, a.confidence)}</p>"
