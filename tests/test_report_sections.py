@@ -473,3 +473,35 @@ def test_run_summary_and_data_state_the_truth(run_report: Path) -> None:
     assert rows["sacct"]["lines"] == counts["sacct_rows"] == 392
     assert by_kind["rejected"].sum() == 0
     assert "No input line was rejected." in page
+
+
+def test_a_failing_section_is_named_not_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in one section builder leaves that section out with a line naming
+    the error (on the page and as a warning), the other sections are written;
+    RELKIT_DEBUG=1 raises it instead."""
+    import relkit.report as report
+
+    def broken(_ctx: object) -> list:
+        return [1 / 0]
+
+    monkeypatch.setattr(
+        report, "BUILDERS", (*report.BUILDERS[:-1], ("Per system", broken))
+    )
+    with Store(tmp_path / "c03.duckdb") as store:
+        read_file(
+            store, CASES / "C03-xid-storm-dedup.log", kind="kernel", tz="UTC", host="n1"
+        )
+        said: list[str] = []
+        page = write_report(store, tmp_path / "rep", progress=said.append)
+        text = page.read_text(encoding="utf-8")
+        assert "Xid codes" in _sections(text)
+        assert any(
+            x.startswith("Per system: not computed: internal error ZeroDivisionError")
+            for x in _left_out(text)
+        )
+        assert any(s.startswith("warning: Per system: not computed") for s in said)
+        monkeypatch.setenv("RELKIT_DEBUG", "1")
+        with pytest.raises(ZeroDivisionError):
+            write_report(store, tmp_path / "rep2")
