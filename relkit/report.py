@@ -713,8 +713,18 @@ _QUEUE: Any = None
 
 
 def _set_queue(queue: Any) -> None:  # noqa: ANN401 - a multiprocessing queue
+    """Set the LANL process's channel; its relkit warnings go there as notes."""
     global _QUEUE  # the worker process's one channel
     _QUEUE = queue
+    shown = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], *rest: Any) -> None:  # noqa: ANN401
+        if issubclass(category, RelkitWarning):
+            queue.put(f"note: {message}")
+        else:
+            shown(message, category, *rest)
+
+    warnings.showwarning = show
 
 
 def _relay(queue: Any, progress: Progress) -> None:  # noqa: ANN401
