@@ -2,7 +2,10 @@
 
 Used by :mod:`relkit.report` through the contract of
 :mod:`relkit._report_common`: :func:`failures_sections` takes the context and
-returns its sections, or the one line saying why there are none.
+returns its sections, or the one line saying why there are none;
+:func:`system_sections` does the same for the per-system sections of
+LANL-shaped data (MTBF by system, time between outages, time to first
+failure, checkpoint plan per system).
 """
 
 import html
@@ -10,24 +13,30 @@ from typing import Any
 
 import polars as pl
 
-from relkit import _html, answers, charts
+from relkit import _html, answers, charts, checkpoint, survival
 from relkit._report_common import ReportContext, Sections
-from relkit.errors import RelkitError
+from relkit.errors import InsufficientDataError, RelkitError
 from relkit.taxonomy import XID_CATALOGUE
 
 __all__ = [
+    "JOB_TABLES",
     "XID_CODE",
+    "answer_tables",
     "failures_sections",
     "fleet_mtbf_sentence",
     "hours_text",
     "incidents_of",
+    "lanl_shaped",
     "mode_column",
+    "system_sections",
 ]
 
 #: More failure modes than this are grouped by their root cause (LANL's 139).
 _MAX_MODES = 20
 #: Hosts drawn one per row of the heatmap; above it, racks (or systems).
 _MAX_HOSTS = 60
+#: Tables the report reads besides :func:`relkit.answers.store_tables`.
+JOB_TABLES = ("jobs", "job_nodes", "checkpoints")
 #: An Xid code as the kernel reader stores it: the number as text (SXid
 #: codes are ``sxid:N``, link and memory codes other words).
 XID_CODE = r"^\d+$"
@@ -350,4 +359,228 @@ def failures_sections(ctx: ReportContext) -> Sections:
     for extra in (_xid_codes(ctx, incidents), _heatmap(ctx, incidents)):
         if extra is not None:
             sections.append(extra)
+    return sections
+
+
+def _top_systems(by_system: pl.DataFrame, n: int) -> list[str]:
+    """Return the ``n`` systems with most failures (ties by id), from an MTBF frame."""
+    ranked = by_system.sort(["n_failures", "system"], descending=[True, False])
+    return ranked.head(n)["system"].to_list()
+
+
+def answer_tables(st: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Keep the tables the ``answers`` functions take as keywords (no job tables)."""
+    return {k: v for k, v in st.items() if k not in JOB_TABLES}
+
+
+def _checkpoint_section(ctx: ReportContext) -> tuple[str, str]:
+    """Checkpoint plans per system and the ETTR curve of the largest system."""
+    a, tables = ctx.assumptions, ctx.tables
+    intro = (
+        f"<p>Assumed checkpoint write {a.cost_h * 60:.0f} min and restart "
+        f"{a.restart_h * 60:.0f} min. A job spanning a whole system is interrupted "
+        "by any node's failure, and once by an outage of many nodes at one "
+        "instant, so its MTBF is the system's calendar time over its outages "
+        "(Young 1974, doi:10.1145/361147.361115; Daly 2006, "
+        "doi:10.1016/j.future.2004.11.016).</p>"
+    )
+    plan = answers.checkpoint_plan_by_system(
+        **answer_tables(ctx.st), cost_h=a.cost_h, restart_h=a.restart_h, min_failures=1
+    )
+    large = plan.filter(pl.col("n_failures") >= a.min_failures)
+    shown = _html.natural_sort(large if large.height else plan, "system")
+    tables["checkpoint_plan"] = shown
+    if shown.height == 0:
+        return (
+            "Checkpoint interval per system",
+            intro + "<p>No system has a recorded failure, "
+            "so no interval can be derived from the data.</p>",
+        )
+    note = (
+        f"<p>Systems with at least {a.min_failures} failures.</p>"
+        if large.height
+        else f"<p>No system has {a.min_failures} failures; every system with a "
+        "failure is shown, with wide uncertainty.</p>"
+    )
+    biggest = shown.sort(["n_nodes", "system"], descending=[True, False]).row(
+        0, named=True
+    )
+    rate = 24.0 / biggest["node_mtbf_h"]
+    model = checkpoint.ettr_model(
+        n_nodes=biggest["n_nodes"],
+        failures_per_node_day=rate,
+        restart_h=a.restart_h,
+        interval_h=1.0,
+        cost_h=a.cost_h,
+    )
+    head = (
+        intro
+        + note
+        + _html.table_html(shown)
+        + f"<p>System {html.escape(str(biggest['system']))} ({biggest['n_nodes']} "
+        f"nodes, {rate * 1000:.2f} failures per 1000 node-days): "
+    )
+    if not model.optimal_interval_h > 0:
+        return (
+            "Checkpoint interval per system",
+            head + f"a job spanning it fails every {model.mttf_h * 60:.1f} min, "
+            f"which leaves no time for a {a.cost_h * 60:.0f} min checkpoint and a "
+            f"{a.restart_h * 60:.0f} min restart, so no interval makes progress "
+            "(ETTR 0; no curve is drawn). Such a rate usually means the data "
+            "span too short a time for its failures (a log excerpt): ingest the "
+            "whole logs, or an assets table with the units' service windows, "
+            "and check exposure_h in relkit mtbf.</p>",
+        )
+    curve = checkpoint.ettr_curve(
+        n_nodes=biggest["n_nodes"],
+        failures_per_node_day=rate,
+        restart_h=a.restart_h,
+        cost_h=a.cost_h,
+    )
+    tables["ettr_curve"] = curve
+    chart = charts.ettr_chart(
+        curve,
+        optimum_interval_h=model.optimal_interval_h,
+        title=f"System {biggest['system']}: expected ETTR against checkpoint interval",
+    )
+    return (
+        "Checkpoint interval per system",
+        head + f"expected ETTR {model.ettr_at_optimal:.3f} at the optimal interval "
+        f"{model.optimal_interval_h * 60:.1f} min (Kokolis et al., HPCA 2025, "
+        "arXiv:2410.21680).</p>" + ctx.chart(chart, "ettr"),
+    )
+
+
+def lanl_shaped(ctx: ReportContext) -> bool:
+    """Whether the data is LANL-shaped: LANL sources, or units named by system.
+
+    Parameters
+    ----------
+    ctx : ReportContext
+        The report's context.
+
+    Returns
+    -------
+    bool
+        True when a source is of kind ``lanl`` or the units carry more than
+        one ``system`` (the per-system sections then have something to
+        compare).
+    """
+    if (ctx.st["sources"]["kind"] == "lanl").any():
+        return True
+    windows = ctx.obs.windows
+    return "system" in windows.columns and windows["system"].drop_nulls().n_unique() > 1
+
+
+def system_sections(ctx: ReportContext) -> Sections:
+    """Build the per-system sections of LANL-shaped data.
+
+    MTBF by system, the time between system-wide outages of the system with
+    most failures (lifetime models ranked by AIC, histogram), time to each
+    node's first failure (Kaplan-Meier) and the checkpoint plan of a job
+    spanning each system.
+
+    Parameters
+    ----------
+    ctx : ReportContext
+        The report's context; adds the CSV tables ``survival_by_system``,
+        ``km_first_failure``, ``checkpoint_plan`` and ``ettr_curve``.
+
+    Returns
+    -------
+    list of (str, str) or str
+        The sections, or why they are left out (no system in the data).
+    """
+    if ctx.st["events"].height == 0 or not lanl_shaped(ctx):
+        return (
+            "Per system (MTBF by system, time between failures, "
+            "checkpoint plan per system): the units carry no system (they are "
+            "for LANL-shaped data, or assets with a system column)."
+        )
+    a, st, progress = ctx.assumptions, answer_tables(ctx.st), ctx.progress
+    sections: list[tuple[str, str]] = []
+    progress("MTBF by system")
+    by_system = ctx.tables.get("mtbf_by_system")
+    if by_system is None:
+        by_system = _html.natural_sort(
+            answers.mtbf_of(
+                ctx.obs, by=["system"], confidence=a.confidence, unit="node"
+            ),
+            "system",
+        )
+        ctx.tables["mtbf_by_system"] = by_system
+    by_system = by_system.filter(pl.col("system").is_not_null())
+    chart = charts.mtbf_chart(
+        by_system,
+        group="system",
+        confidence=a.confidence,
+        title="MTBF by system (node-hours per failure)",
+    )
+    sections.append(
+        (
+            "MTBF by system",
+            ctx.chart(chart, "mtbf-system") + _html.table_html(by_system),
+        )
+    )
+    if not by_system.height:
+        return sections
+    progress("fitting lifetime models to the time between failures")
+    top = _top_systems(by_system, a.top_systems)
+    fits = _html.natural_sort(answers.survival_by(**st, by=["system"]), "system")
+    ctx.tables["survival_by_system"] = fits
+    largest = answers.time_between_failures(**st, by=["system"]).filter(
+        pl.col("system") == top[0]
+    )
+    models = survival.fit_lifetime_models(largest, by=["system"])
+    density = survival.model_density(largest, models, by=["system"], spacing="log")
+    try:
+        tbf_chart = ctx.chart(
+            charts.tbf_histogram_chart(
+                largest,
+                density,
+                binning="log",
+                title=f"System {top[0]}: time between failures",
+            ),
+            "tbf-hist",
+        )
+    except InsufficientDataError:
+        n_gaps = int(largest["observed"].sum()) if largest.height else 0
+        tbf_chart = (
+            f"<p>System {html.escape(str(top[0]))} has no gap between two failures "
+            f"in the data ({largest.height} interval(s), {n_gaps} observed), so "
+            "there is no histogram and no model to draw.</p>"
+        )
+        progress(f"warning: system {top[0]}: no observed time between failures")
+    sections.append(
+        (
+            "Time between failures (system-wide)",
+            "<p>Gaps between consecutive outages anywhere in a system (failures of "
+            "many nodes within 60 s are one outage), fitted with "
+            f"{len(survival.DEFAULT_MODELS)} lifetime models and ranked by AIC. "
+            "A Weibull shape below 1 is a decreasing hazard: failures cluster "
+            "(Schroeder &amp; Gibson, DSN 2006, "
+            "doi:10.1109/DSN.2006.5).</p>" + _html.table_html(fits) + tbf_chart,
+        )
+    )
+    progress("Kaplan-Meier of time to first failure per node")
+    try:
+        km = answers.first_failure_survival(**st, systems=top)
+        ctx.tables["km_first_failure"] = km
+        km_chart = charts.kaplan_meier_chart(
+            km, color="system", title="Nodes without a failure, by system"
+        )
+        km_body = ctx.chart(km_chart, "km-first")
+    except InsufficientDataError as exc:
+        progress(f"warning: {exc}")
+        km_body = f"<p>No curve: {html.escape(str(exc))}</p>"
+    sections.append(
+        (
+            "Time to first failure per node (Kaplan-Meier)",
+            "<p>Nodes already in service when tracking began enter late (left "
+            "truncation); nodes that never failed are censored at decommission or "
+            "the end of the data.</p>" + km_body,
+        )
+    )
+    progress("checkpoint intervals for a job spanning each system")
+    sections.append(_checkpoint_section(ctx))
     return sections
