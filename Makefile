@@ -46,7 +46,7 @@ browser:  ## Install Debian's chromium for the browser test when it is missing
 	|| { echo "make: apt-get install chromium failed (see $(VENV)/apt-chromium.log);" \
 		"tests/test_browser.py skips locally, fails on CI" >&2; tail -n 5 $(VENV)/apt-chromium.log >&2; }
 
-demo: $(STAMP)  ## Run the main job on the bundled LANL data; writes out/report.html
+demo: $(STAMP)  ## Run the main job on the bundled data: out/report.html (simulated GPU run), out/lanl/report.html
 	$(BIN)/relkit demo --out out/
 
 lint: $(DEVSTAMP)  ## ruff (lint and format check) over code, tests and notebooks

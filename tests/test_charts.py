@@ -949,3 +949,28 @@ def test_prop_waterfall_steps_down_from_wall_to_productive(
     assert sum(s["amount_h"] for s in steps) + last["amount_h"] == pytest.approx(
         wall["amount_h"], abs=tolerance
     )
+
+
+def test_kaplan_meier_legend_lists_systems_in_natural_order() -> None:
+    """Systems 2, 10 and 18 appear in the legend as 2, 10, 18, not text order 10, 18, 2.
+
+    The LANL report draws one curve per system; text order put 10 and 18 before 2
+    (issue 14 §2: "system ids sort naturally everywhere").
+    """
+    import polars as pl
+
+    from relkit.charts import kaplan_meier_chart
+
+    km = pl.DataFrame(
+        {
+            "system": ["10", "10", "2", "2", "18", "18"],
+            "time_h": [0.0, 5.0, 0.0, 3.0, 0.0, 7.0],
+            "survival": [1.0, 0.5, 1.0, 0.4, 1.0, 0.6],
+            "survival_lower": [1.0, 0.3, 1.0, 0.2, 1.0, 0.4],
+            "survival_upper": [1.0, 0.7, 1.0, 0.6, 1.0, 0.8],
+            "n_at_risk": [4, 2, 5, 3, 6, 4],
+        }
+    )
+    spec = kaplan_meier_chart(km, color="system").to_dict()
+    for layer in spec["layer"]:
+        assert layer["encoding"]["color"]["sort"] == ["2", "10", "18"]

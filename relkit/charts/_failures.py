@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import polars as pl
 
+from relkit.charts._heatmap import natural_order
 from relkit.charts._theme import chart_title, check_rows
 from relkit.errors import InsufficientDataError, InvalidParameterError, SchemaError
 from relkit.schema import require_columns
@@ -474,7 +475,10 @@ def kaplan_meier_chart(
     base = alt.Chart(data)
     group_enc: dict[str, Any] = {}
     if color:
-        group_enc["color"] = alt.Color(f"{color}:N").title(color.replace("_", " "))
+        groups = natural_order(data[color].unique().to_list())  # 2 before 10
+        group_enc["color"] = (
+            alt.Color(f"{color}:N").sort(groups).title(color.replace("_", " "))
+        )
     band = base.mark_area(interpolate="step-after", opacity=0.2).encode(
         x=alt.X("time_h:Q").title("Time (h)"),
         y=alt.Y("survival_lower:Q").scale(y_scale).axis(format="%").title(y_title),
