@@ -195,6 +195,13 @@ def test_run_table5_matches_the_injected_interruptions(run_report: Path) -> None
         assert row["llama3_share"] == pytest.approx(
             rec["interruption_count"] / LLAMA3_TOTAL
         )
+        assert row["llama3_share_as_printed"] == pytest.approx(
+            rec["pct_of_interruptions_as_printed"] / 100.0
+        )
+    faulty = unexpected.filter(component="Faulty GPU").row(0, named=True)
+    # the paper prints 30.1 % for Faulty GPU; 148 / 419 = 35.3 %: both shown
+    assert faulty["llama3_share_as_printed"] == pytest.approx(0.301)
+    assert faulty["llama3_share"] == pytest.approx(148 / 419)
 
 
 def test_run_report_tables_and_charts_are_readable(run_report: Path) -> None:
