@@ -208,7 +208,9 @@ def trend_tests(
         data). ``"failure"``: one unit observed until its last failure
         (``exit_h`` = last failure), which is then not a random time.
     alpha : float, default 0.05
-        Level at which ``direction`` names a trend.
+        Significance level at which ``direction`` names a trend, in
+        (0, 0.5]. A confidence level such as 0.95 is refused: it would name a
+        trend at p = 0.8.
 
     Returns
     -------
@@ -226,7 +228,7 @@ def trend_tests(
     SchemaError
         As :func:`mean_cumulative_function`.
     InvalidParameterError
-        If ``alpha`` is not in (0, 1), ``terminated`` is unknown, or
+        If ``alpha`` is not in (0, 0.5], ``terminated`` is unknown, or
         ``"failure"`` is asked of several units or an exit that is not the last
         failure.
 
@@ -297,8 +299,13 @@ def trend_tests(
      ('lewis_robinson', -3.6808, 'improving'),
      ('mil_hdbk_189', 32.1888, 'improving')]
     """
-    if not (isinstance(alpha, float | int) and 0 < alpha < 1):
-        msg = f"trend_tests: alpha must be in (0, 1), e.g. 0.05; found {alpha!r}."
+    if not (
+        isinstance(alpha, float | int) and not isinstance(alpha, bool)
+    ) or not (0 < alpha <= 0.5):
+        msg = (
+            f"alpha is a significance level such as 0.05, in (0, 0.5]; found "
+            f"{alpha!r}; did you mean --confidence (confidence={alpha!r})?"
+        )
         raise InvalidParameterError(msg)
     by = list(dict.fromkeys(by))
     rows = []
