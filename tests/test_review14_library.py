@@ -25,7 +25,7 @@ def test_trend_tests_refuses_a_confidence_level_as_alpha(alpha: float) -> None:
     with --confidence.
     """
     ev, un = _trend_frames()
-    with pytest.raises(InvalidParameterError, match="significance level.*confidence"):
+    with pytest.raises(InvalidParameterError, match=r"significance level.*confidence"):
         repairable.trend_tests(ev, un, alpha=alpha)
 
 

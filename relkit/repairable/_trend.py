@@ -299,9 +299,9 @@ def trend_tests(
      ('lewis_robinson', -3.6808, 'improving'),
      ('mil_hdbk_189', 32.1888, 'improving')]
     """
-    if not (
-        isinstance(alpha, float | int) and not isinstance(alpha, bool)
-    ) or not (0 < alpha <= 0.5):
+    if not (isinstance(alpha, float | int) and not isinstance(alpha, bool)) or not (
+        0 < alpha <= 0.5
+    ):
         msg = (
             f"alpha is a significance level such as 0.05, in (0, 0.5]; found "
             f"{alpha!r}; did you mean --confidence (confidence={alpha!r})?"
