@@ -845,7 +845,7 @@ def test_ref_decision_rate_bounds_are_the_mtbf_bounds() -> None:
     """README: r = 7, T = 14,980 h, c = 0.90 → MTBF [1139.3, 4559.7] h, so the rate
     is within [1/4559.7, 1/1139.3] per hour."""
     d = checkpoint_decision(
-        n_failures=7, exposure_h=14_980.0, restart_h=0.1, cost_h=0.05
+        n_failures=7, exposure_h=14_980.0, restart_h=0.1, cost_h=0.05, confidence=0.9
     )
     assert 1 / d.failure_rate_upper_per_h == pytest.approx(1139.3, abs=0.05)
     assert 1 / d.failure_rate_lower_per_h == pytest.approx(4559.7, abs=0.05)
@@ -855,7 +855,9 @@ def test_ref_decision_rate_bounds_are_the_mtbf_bounds() -> None:
 def test_decision_no_failure_is_one_sided() -> None:
     """n = 0: only the one-sided upper rate bound, −ln(1 − c)/T (README: 600 h at
     90 % → MTBF at least 260.58 h); no point estimate of the interval."""
-    d = checkpoint_decision(n_failures=0, exposure_h=600.0, restart_h=0.1, cost_h=0.05)
+    d = checkpoint_decision(
+        n_failures=0, exposure_h=600.0, restart_h=0.1, cost_h=0.05, confidence=0.9
+    )
     assert d.failure_rate_upper_per_h == pytest.approx(-math.log(0.1) / 600, rel=1e-12)
     assert 1 / d.failure_rate_upper_per_h == pytest.approx(260.58, abs=0.005)
     assert (d.failure_rate_per_h, d.failure_rate_lower_per_h) == (0.0, 0.0)
