@@ -4,11 +4,17 @@ Each test names where its expected value comes from (a hand computation in the
 docstring, or a peer library computed in the test).
 """
 
+import warnings
+from pathlib import Path
+
 import polars as pl
 import pytest
 
+import relkit.datasets
 from relkit import answers, repairable
-from relkit.errors import InvalidParameterError
+from relkit.errors import IngestError, InvalidParameterError, RelkitWarning
+from relkit.ingest import read_path
+from relkit.store import Store
 
 
 def _trend_frames() -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -48,3 +54,85 @@ def test_trend_by_refuses_alpha_095_on_lanl(lanl_tables) -> None:
     events, assets = lanl_tables
     with pytest.raises(InvalidParameterError, match="did you mean --confidence"):
         answers.trend_by(events, assets, by=["system"], alpha=0.95)
+
+
+# --- 2, 3: a file of the wrong kind; a directory that fails part-way ---------
+
+
+def _synthetic() -> Path:
+    return relkit.datasets.path("synthetic")
+
+
+def test_jsonl_read_as_kernel_warns_and_names_checkpoints(tmp_path: Path) -> None:
+    """The bundled run's checkpoints.jsonl read as a kernel log: every line is
+    ignored (review: 0 loaded, 7,879 ignored, silent). Expected: a warning that
+    names JSON Lines and --kind checkpoints; the counts are the file's lines."""
+    f = _synthetic() / "checkpoints.jsonl"
+    n_lines = sum(1 for line in f.read_text().splitlines() if line.strip())
+    with Store(tmp_path / "k.duckdb") as store, pytest.warns(RelkitWarning) as rec:
+        [r] = read_path(store, f, kind="kernel")
+    assert (r.n_loaded, r.n_rejected, r.n_ignored) == (0, 0, n_lines)
+    text = " ".join(str(w.message) for w in rec)
+    assert "JSON Lines" in text
+    assert "--kind checkpoints" in text
+
+
+def test_sacct_dump_read_as_kernel_warns_and_names_sacct(tmp_path: Path) -> None:
+    """sacct.psv under a .log name read as kernel: the warning names the pipe
+    header's first columns (JobID, JobIDRaw, JobName: the file's first line)."""
+    f = tmp_path / "s.log"
+    f.write_bytes((_synthetic() / "sacct.psv").read_bytes())
+    with Store(tmp_path / "k.duckdb") as store, pytest.warns(RelkitWarning) as rec:
+        [r] = read_path(store, f, kind="kernel")
+    assert r.n_loaded == 0
+    text = " ".join(str(w.message) for w in rec)
+    assert "pipe-separated" in text
+    assert "JobID, JobIDRaw, JobName" in text
+    assert "--kind sacct" in text
+
+
+def test_kernel_directory_leaves_out_data_tables_and_says_so(tmp_path: Path) -> None:
+    """A dir of gpu001.log, gpu002.log, sacct.psv, assets.csv: only the two logs
+    are read (review: sacct.psv was read as a log, .csv skipped silently); the
+    warning names both tables. The quiet real logs (every line ignored, no
+    NVIDIA lines) get no wrong-kind warning."""
+    d = tmp_path / "d"
+    d.mkdir()
+    src = _synthetic()
+    for name in ("kernel/gpu001.log", "kernel/gpu002.log", "sacct.psv", "assets.csv"):
+        (d / Path(name).name).write_bytes((src / name).read_bytes())
+    with Store(tmp_path / "k.duckdb") as store, pytest.warns(RelkitWarning) as rec:
+        results = read_path(store, d, kind="kernel")
+    assert [Path(r.path).name for r in results] == ["gpu001.log", "gpu002.log"]
+    messages = [str(w.message) for w in rec]
+    assert len(messages) == 1, messages
+    assert "assets.csv, sacct.psv" in messages[0]
+
+
+def test_quiet_syslog_alone_gives_no_warning(tmp_path: Path) -> None:
+    """A real kernel log with no failure lines is a quiet node: no warning."""
+    with (
+        Store(tmp_path / "k.duckdb") as store,
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("error", RelkitWarning)
+        [r] = read_path(store, _synthetic() / "kernel" / "gpu001.log", kind="kernel")
+    assert r.n_loaded == 0
+    assert r.n_ignored == r.n_lines > 0
+
+
+def test_directory_failing_part_way_says_what_was_kept(tmp_path: Path) -> None:
+    """d/a.psv (sacct) then d/b.csv (assets) as --kind sacct: b.csv fails and
+    a.psv stays loaded. The error says "1 of 2 files ... kept"; the jobs kept
+    equal a.psv ingested alone into another store (peer: the same reader)."""
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "a.psv").write_bytes((_synthetic() / "sacct.psv").read_bytes())
+    (d / "b.csv").write_bytes((_synthetic() / "assets.csv").read_bytes())
+    with Store(tmp_path / "m.duckdb") as store:
+        with pytest.raises(IngestError, match=r"1 of 2 files .* \(kept; re-run"):
+            read_path(store, d, kind="sacct", tz="UTC")
+        kept = store.table("jobs").height
+    with Store(tmp_path / "alone.duckdb") as store:
+        read_path(store, d / "a.psv", kind="sacct", tz="UTC")
+        assert kept == store.table("jobs").height > 0

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Literal
 
 from relkit.errors import IngestError, RelkitWarning
-from relkit.ingest._common import IngestResult
+from relkit.ingest._common import IngestResult, looks_like_table
 from relkit.ingest._hostlist import expand_hostlist
 from relkit.ingest.checkpoints import looks_like_checkpoints, read_checkpoints
 from relkit.ingest.k8s import read_k8s
-from relkit.ingest.kernel import read_kernel
+from relkit.ingest.kernel import DATA_SUFFIXES, read_kernel
 from relkit.ingest.nvsmi import read_nvsmi
 from relkit.ingest.papers import read_cluster_summary, read_paper_table
 from relkit.ingest.parsed_logs import read_parsed_logs
@@ -316,6 +316,7 @@ def _read_other(
             replace=replace,
             as_of=as_of,
         )
+        _warn_wrong_kind([result], kind)
         return result
     msg = f"unknown kind {kind!r}; expected one of {list(KINDS)} (--kind KIND)."
     raise IngestError(path, msg)
@@ -392,12 +393,16 @@ def read_path(
     ------
     IngestError
         As :func:`read_file`, at the first file that fails (the files before
-        it stay ingested), or if a directory holds no files.
+        it stay ingested and the message says how many), or if a directory
+        holds no files.
 
     Warns
     -----
     RelkitWarning
-        If a directory holds hidden files, which are left out.
+        If a directory holds hidden files, which are left out; for
+        ``kind="kernel"``, if a directory holds data tables (``.csv``,
+        ``.psv``, ``.jsonl``, ...), which are not read as logs, or a file gave
+        nothing (every line ignored) and looks like a table of another kind.
 
     Examples
     --------
@@ -436,7 +441,8 @@ def read_path(
             snapshot_ts=snapshot_ts,
             fields=fields,
         )
-        return list(
+        _warn_data_files_left_out(path)
+        results = list(
             read_kernel(
                 store,
                 path,
@@ -450,27 +456,83 @@ def read_path(
                 progress=progress,
             )
         )
+        _warn_wrong_kind(results, kind)
+        return results
     if boot_time is not None:
         msg = f"--boot-time is for --kind kernel only; this is --kind {kind}."
         raise IngestError(path, msg)
-    return [
-        read_file(
-            store,
-            file,
-            kind=kind,
-            tz=tz,
-            replace=replace,
-            reference_date=reference_date,
-            host=host,
-            host_from_filename=host_from_filename,
-            pseudonymize=pseudonymize,
-            pseudonym_key_file=pseudonym_key_file,
-            snapshot_ts=snapshot_ts,
-            as_of=as_of,
-            fields=fields,
+    files = _directory_files(path)
+    results = []
+    for file in files:
+        try:
+            result = read_file(
+                store,
+                file,
+                kind=kind,
+                tz=tz,
+                replace=replace,
+                reference_date=reference_date,
+                host=host,
+                host_from_filename=host_from_filename,
+                pseudonymize=pseudonymize,
+                pseudonym_key_file=pseudonym_key_file,
+                snapshot_ts=snapshot_ts,
+                as_of=as_of,
+                fields=fields,
+            )
+        except IngestError as exc:
+            if not results or type(exc) is not IngestError:
+                raise
+            msg = (
+                f"{exc.reason} {len(results)} of {len(files)} files in "
+                f"{path} were ingested before this error (kept; re-run skips "
+                "them)."
+            )
+            raise IngestError(exc.path, msg, line_no=exc.line_no) from exc
+        results.append(result)
+    return results
+
+
+def _warn_wrong_kind(results: list[IngestResult], kind: str) -> None:
+    """Warn for a file that gave nothing and looks like a table of another kind.
+
+    Every line ignored (no event, no reject) is normal for a quiet node's
+    syslog, so the warning needs the file to look like a table as well
+    (:func:`relkit.ingest._common.looks_like_table`).
+    """
+    for r in results:
+        quiet = r.n_loaded == 0 and r.n_rejected == 0 and r.n_ignored == r.n_lines
+        if r.skipped or r.n_lines == 0 or not quiet:
+            continue
+        if (like := looks_like_table(r.path)) is not None:
+            msg = (
+                f"{r.path}: read as --kind {kind}, all {r.n_lines:,} lines were "
+                f"ignored and nothing was loaded; the file looks like {like}."
+            )
+            warnings.warn(msg, RelkitWarning, stacklevel=3)
+
+
+def _warn_data_files_left_out(path: str | Path) -> None:
+    """Warn that a kernel-log directory's data tables are not read as logs."""
+    p = Path(path)
+    if not p.is_dir():
+        return
+    data = sorted(
+        f.relative_to(p).as_posix()
+        for f in p.rglob("*")
+        if f.is_file()
+        and f.suffix.lower() in DATA_SUFFIXES
+        and not any(part.startswith(".") for part in f.relative_to(p).parts)
+    )
+    if data:
+        msg = (
+            f"{p}: left out {len(data)} data file(s) that are tables, not kernel "
+            f"logs ({', '.join(data[:5])}{', ...' if len(data) > 5 else ''}; "
+            f"suffixes {sorted(DATA_SUFFIXES)}); ingest each with its own --kind "
+            "(sacct -P dumps --kind sacct, CSV tables --kind events/assets/lanl, "
+            "JSON Lines --kind checkpoints)."
         )
-        for file in _directory_files(path)
-    ]
+        warnings.warn(msg, RelkitWarning, stacklevel=3)
 
 
 def _directory_files(path: str | Path) -> list[Path]:

@@ -328,6 +328,85 @@ def guess_kind(columns: list[str]) -> str | None:
     return None
 
 
+_HEADER_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_ ./()#%-]{0,39}$")
+
+
+def looks_like_table(path: str | Path) -> str | None:
+    r"""Describe the table a text file looks like, with the ``--kind`` to use.
+
+    Used in messages when a file read as one kind yields nothing (a kernel log
+    that is really a ``sacct -P`` dump, a CSV read as ``sacct``). Only the first
+    non-empty line is looked at: JSON (Lines), or a header of at least three
+    name-like fields separated by ``|``, ``,`` or tabs.
+
+    Parameters
+    ----------
+    path : str or Path
+        Any file; a missing or unreadable one gives None.
+
+    Returns
+    -------
+    str or None
+        A phrase such as ``"a pipe-separated table with a header (JobID,
+        JobName, State, ...); a Slurm sacct -P dump is --kind sacct"``, or None
+        when the file does not look like a table.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "x.txt"
+    >>> _ = f.write_text("ts,host,failure_mode\n2024-01-01,n1,gpu/xid_79\n")
+    >>> looks_like_table(f)
+    'a comma-separated table with a header (ts, host, failure_mode); use --kind events'
+    >>> _ = f.write_text("Mar  4 10:22:05 n1 kernel: eth0: link up, 100 Mbps, full\n")
+    >>> looks_like_table(f) is None
+    True
+    """
+    p = Path(path)
+    try:
+        fmt = file_format(p)
+        with p.open("rb") as fh:
+            head = fh.read(65536).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    lines = [x.strip().lstrip("\ufeff") for x in head.splitlines()]
+    first = next((x for x in lines if x), "")
+    if fmt == "json":
+        try:
+            record = json.loads(first)
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and {"event", "ts"} <= set(record):
+            return (
+                "JSON Lines of a training run's checkpoint/step log; use "
+                "--kind checkpoints"
+            )
+        if first in ("{", "[") or (
+            isinstance(record, dict) and {"apiVersion", "items"} & set(record)
+        ):  # journald's JSON export (MESSAGE, __REALTIME_TIMESTAMP) is a log
+            return "Kubernetes JSON (kubectl get -o json); use --kind k8s"
+        return None
+    if fmt != "text" or not first:
+        return None
+    for sep, name in (("|", "pipe"), ("\t", "tab"), (",", "comma")):
+        fields = [f.strip().strip('"') for f in first.split(sep)]
+        fields = [f for f in fields if f] if sep == "|" else fields
+        if len(fields) < 3 or not all(_HEADER_FIELD.match(f) for f in fields):
+            continue
+        shown = ", ".join(fields[:3]) + (", ..." if len(fields) > 3 else "")
+        what = f"a {name}-separated table with a header ({shown})"
+        if sep == "|":
+            return f"{what}; a Slurm sacct -P dump is --kind sacct"
+        names = {f.lower() for f in fields}
+        if "ts" in names and names & {"job_id", "run_id"} and "host" not in names:
+            return f"{what}; a checkpoint table is --kind checkpoints"
+        kind = guess_kind(fields)
+        if kind is not None:
+            return f"{what}; use --kind {kind}"
+        return f"{what}; tables are --kind events, assets, lanl or checkpoints"
+    return None
+
+
 def reject_format(path: Path, fmt: str, kind: str) -> None:
     """Raise IngestError for a file whose bytes cannot be the kind (gzip, JSON, ...)."""
     expected = f"--kind {kind} expects a CSV or Parquet file with {header_hint(kind)}"

@@ -66,6 +66,7 @@ from relkit.ingest._progress import ProgressMeter
 from relkit.store import Store
 
 __all__ = [
+    "DATA_SUFFIXES",
     "DOC_STEMS",
     "EVENT_COLUMNS",
     "NOT_LOG_SUFFIXES",
@@ -633,7 +634,9 @@ EVENT_COLUMNS = (
 
 
 #: In a directory of logs, files with these suffixes or names are documentation.
-NOT_LOG_SUFFIXES = frozenset({".md", ".rst", ".html", ".pdf", ".json", ".csv", ".py"})
+#: Of those, the data tables (another ``--kind``): said when left out.
+DATA_SUFFIXES = frozenset({".csv", ".psv", ".tsv", ".json", ".jsonl", ".parquet"})
+NOT_LOG_SUFFIXES = frozenset({".md", ".rst", ".html", ".pdf", ".py"}) | DATA_SUFFIXES
 DOC_STEMS = frozenset({"NOTICE", "LICENSE", "README", "COPYING", "PROVENANCE"})
 
 
@@ -642,9 +645,10 @@ def is_log_file(relative: str | PurePosixPath) -> bool:
 
     The rule of :func:`read_kernel` for a directory (and of
     :func:`relkit.distributed.list_logs`): hidden files and files under hidden
-    directories, ``*.btime`` boot-time records and documentation (``.md .rst
-    .html .pdf .json .csv .py``, ``NOTICE``, ``LICENSE``, ``README``,
-    ``COPYING``, ``PROVENANCE``) are skipped.
+    directories, ``*.btime`` boot-time records, data tables (``.csv .psv .tsv
+    .json .jsonl .parquet``) and documentation (``.md .rst .html .pdf .py``,
+    ``NOTICE``, ``LICENSE``, ``README``, ``COPYING``, ``PROVENANCE``) are
+    skipped.
 
     Parameters
     ----------
