@@ -28,6 +28,7 @@ __all__ = [
     "file_digest",
     "file_identities",
     "file_sha256",
+    "locked_store_message",
 ]
 
 #: Bumped whenever a table's columns change; a store of another version is refused
@@ -220,6 +221,63 @@ def _check_duckdb_file(path: Path) -> None:
         raise RelkitError(msg)
 
 
+def locked_store_message(text: str, path: str | Path, *, writing: bool) -> str | None:
+    """Say what to do when another process holds a store's lock, else None.
+
+    DuckDB lets one process open a file for writing, or many read-only; a
+    notebook's ``Store(path)`` holds the write lock and every other open fails
+    with "Could not set lock on file ... Conflicting lock is held in PROGRAM
+    (PID n)". :class:`Store` raises this text instead; the command line may
+    call it on DuckDB's own errors.
+
+    Parameters
+    ----------
+    text : str
+        The error's text.
+    path : str or Path
+        The store's file.
+    writing : bool
+        Whether this open wanted to write (then the other process may hold it
+        read-only or for writing).
+
+    Returns
+    -------
+    str or None
+        One sentence naming the process and the fix, or None when ``text`` is
+        not a lock conflict.
+
+    Examples
+    --------
+    >>> text = 'Could not set lock on file "a.duckdb": Conflicting lock is held '
+    >>> text += "in /usr/bin/python3.11 (PID 4242) by user x."
+    >>> print(locked_store_message(text, "a.duckdb", writing=False))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    the store a.duckdb is open for writing in another process (PID 4242,
+    python3.11); close it there (store.close()), or open it read-only there
+    (Store('a.duckdb', read_only=True)) so that both can read
+    """
+    import re
+
+    if "Could not set lock on file" not in text:
+        return None
+    found = re.search(r"held in (.*?) \(PID (\d+)\)", text)
+    who = ""
+    if found:
+        program = re.split(r"[\\/]", found.group(1))[-1]
+        who = f" (PID {found.group(2)}, {program})"
+    if writing:
+        return (
+            f"the store {path} is open in another process{who}; writing to it "
+            "needs it closed there (store.close()); to only read, open it with "
+            "Store(path, read_only=True) in both"
+        )
+    return (
+        f"the store {path} is open for writing in another process{who}; close it "
+        f"there (store.close()), or open it read-only there (Store({str(path)!r}, "
+        "read_only=True)) so that both can read"
+    )
+
+
 class Store:
     """An open relkit store (a DuckDB database file or ``:memory:``).
 
@@ -234,10 +292,15 @@ class Store:
     Raises
     ------
     RelkitError
-        If the file is not a DuckDB database, is a DuckDB database of another
+        If the file is not a DuckDB database, is held by another process
+        (:func:`locked_store_message`), is a DuckDB database of another
         program (tables but no ``relkit_meta``; it is left unchanged), or is a
         relkit store of another schema version (a version-2 to -6 store
         opened read-only is refused with how to upgrade it).
+    SchemaError
+        If the store was written by a newer relkit (a higher schema version),
+        or a table or column of :data:`relkit.schema.TABLE_COLUMNS` is missing
+        from a store of this version (a damaged file).
 
     Notes
     -----
@@ -282,11 +345,15 @@ class Store:
         try:
             self._con = duckdb.connect(self.path, read_only=read_only)
         except duckdb.Error as exc:
-            msg = f"{self.path}: cannot open as a DuckDB store ({exc})."
+            msg = locked_store_message(str(exc), self.path, writing=not read_only)
+            msg = msg or f"{self.path}: cannot open as a DuckDB store ({exc})."
             raise RelkitError(msg) from exc
         self._con.execute("SET TimeZone = 'UTC'")
         try:
             self._check_foreign()
+            self._check_newer()
+            if self._stored_version() == str(SCHEMA_VERSION):
+                self._check_complete()  # before CREATE IF NOT EXISTS hides it
             if not read_only:
                 self._create_schema()
             self._check_version()
@@ -531,6 +598,49 @@ class Store:
         )
         con.execute(f"DROP TABLE {name}")
         con.execute(f"ALTER TABLE _relkit_upgrade_{name} RENAME TO {name}")
+
+    def _stored_version(self) -> str | None:
+        """Return ``relkit_meta``'s schema version, None when there is none."""
+        try:
+            row = self._con.execute(
+                "SELECT value FROM relkit_meta WHERE key = 'schema_version'"
+            ).fetchall()
+        except duckdb.CatalogException:
+            return None
+        return row[0][0] if row else None
+
+    def _check_newer(self) -> None:
+        """Refuse a store written by a newer relkit, before writing to it."""
+        found = self._stored_version()
+        if found is not None and found.isdigit() and int(found) > SCHEMA_VERSION:
+            msg = (
+                f"the store {self.path} was written by a newer relkit (schema "
+                f"{found}, this relkit reads <= {SCHEMA_VERSION}); upgrade relkit "
+                "(pip install -U relkit) to read it."
+            )
+            raise SchemaError(msg)
+
+    def _check_complete(self) -> None:
+        """Refuse a store whose tables or columns were dropped (a damaged file)."""
+        rows = self._con.execute(
+            "SELECT table_name, column_name FROM duckdb_columns() "
+            "WHERE database_name = current_database()"
+        ).fetchall()
+        have: dict[str, set[str]] = {}
+        for table, column in rows:
+            have.setdefault(table, set()).add(column)
+        for name, cols in TABLE_COLUMNS.items():
+            if name not in have:
+                what = f"table {name} is missing"
+            elif missing := [c for c in cols if c not in have[name]]:
+                what = f"table {name} lacks column(s) {', '.join(missing)}"
+            else:
+                continue
+            msg = (
+                f"the store {self.path} is damaged or incomplete: {what}; "
+                "re-ingest into a new store (--db NEW.duckdb)."
+            )
+            raise SchemaError(msg)
 
     def _check_version(self) -> None:
         try:

@@ -4,17 +4,27 @@ Each test names where its expected value comes from (a hand computation in the
 docstring, or a peer library computed in the test).
 """
 
+import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 
 import relkit.datasets
 from relkit import answers, repairable
-from relkit.errors import IngestError, InvalidParameterError, RelkitWarning
+from relkit.errors import (
+    IngestError,
+    InvalidParameterError,
+    RelkitError,
+    RelkitWarning,
+    SchemaError,
+)
 from relkit.ingest import read_path
-from relkit.store import Store
+from relkit.store import Store, locked_store_message
 
 
 def _trend_frames() -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -136,3 +146,84 @@ def test_directory_failing_part_way_says_what_was_kept(tmp_path: Path) -> None:
     with Store(tmp_path / "alone.duckdb") as store:
         read_path(store, d / "a.psv", kind="sacct", tz="UTC")
         assert kept == store.table("jobs").height > 0
+
+
+# --- 4: the store: held by another process, damaged, newer ------------------
+
+_HOLD = (
+    "import sys, time, relkit; s = relkit.Store(sys.argv[1]); "
+    "print('held', flush=True); time.sleep(60)"
+)
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_store_held_by_another_process_names_pid_and_fix(
+    tmp_path: Path, *, read_only: bool
+) -> None:
+    """Another process holds Store(path) for writing (DuckDB allows one writer);
+    opening it again gives one sentence naming that process's PID (the child's
+    pid, known here) and store.close(), not DuckDB's raw lock text."""
+    db = tmp_path / "lock.duckdb"
+    Store(db).close()
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(db)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "held"
+        with pytest.raises(RelkitError) as err:
+            Store(db, read_only=read_only)
+    finally:
+        child.kill()
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+    text = str(err.value)
+    assert f"PID {child.pid}" in text
+    assert "store.close()" in text
+    assert "read_only=True" in text
+    assert "Could not set lock" not in text
+
+
+def test_locked_store_message_leaves_other_errors_alone() -> None:
+    """Only DuckDB's lock conflict is translated (None otherwise)."""
+    assert locked_store_message("IO Error: disk full", "x.duckdb", writing=True) is None
+
+
+@pytest.mark.parametrize(
+    ("damage", "expected"),
+    [
+        ("DROP TABLE events", "table events is missing"),
+        ("ALTER TABLE jobs DROP COLUMN state", "table jobs lacks column(s) state"),
+    ],
+)
+@pytest.mark.parametrize("read_only", [True, False])
+def test_damaged_store_is_a_schema_error(
+    tmp_path: Path, damage: str, expected: str, *, read_only: bool
+) -> None:
+    """A table or column of the schema contract dropped by hand: SchemaError
+    naming it on open (read-only, as `relkit mtbf` opens it, and for writing,
+    where CREATE TABLE IF NOT EXISTS would otherwise hide the loss)."""
+    db = tmp_path / "dmg.duckdb"
+    Store(db).close()
+    con = duckdb.connect(str(db))
+    con.execute(damage)
+    con.close()
+    with pytest.raises(SchemaError, match=re.escape(expected) + ".*re-ingest"):
+        Store(db, read_only=read_only)
+    con = duckdb.connect(str(db), read_only=True)  # left as it was
+    tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
+    con.close()
+    assert ("events" in tables) == ("events" not in damage)
+
+
+def test_store_of_a_newer_schema_says_upgrade(tmp_path: Path) -> None:
+    """schema_version 99 > SCHEMA_VERSION: 'written by a newer relkit'."""
+    db = tmp_path / "new.duckdb"
+    Store(db).close()
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE relkit_meta SET value = '99' WHERE key = 'schema_version'")
+    con.close()
+    for read_only in (True, False):
+        with pytest.raises(SchemaError, match=r"newer relkit \(schema 99.*upgrade"):
+            Store(db, read_only=read_only)
