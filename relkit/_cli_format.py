@@ -18,9 +18,11 @@ import polars as pl
 __all__ = [
     "ID_COLUMNS",
     "instant_text",
+    "is_probability_column",
     "machine_frame",
     "natural_key",
     "natural_order",
+    "probability_text",
     "reading_frame",
     "reading_value",
 ]
@@ -35,6 +37,10 @@ ID_COLUMNS = frozenset(
 _DIGITS = 4
 #: Most decimals a table shows (a smaller typical value is shown as 1.2e-05).
 _MAX_DECIMALS = 6
+#: Smallest size written with a decimal point; smaller values in exponent form.
+_SMALLEST_FIXED = 1e-4
+#: Most places written before a value goes to exponent form.
+_MOST_DECIMALS = 12
 #: Name endings of integer columns that are amounts (thousands separators);
 #: other integers (ids, years, line numbers, codes) are printed as they are.
 _AMOUNT_SUFFIXES = ("_h", "_s", "_days", "_gpus", "_bytes", "_lines")
@@ -203,6 +209,12 @@ def _decimals(typical: float | None, values: list[float]) -> int | None:
 def reading_value(value: float, decimals: int | None) -> str:
     """Write one number for reading: thousands separators, ``decimals`` places.
 
+    A non-zero value is never written as 0 and a value that is not whole never
+    as a rounded whole number (``1.0000`` for 0.9999974): where ``decimals``
+    would show fewer than three significant digits, or only zeros after the
+    point, the value gets the places it needs (``0.0282``, ``0.999997``), or
+    exponent form below 1e-4 (``2.82e-05``).
+
     Parameters
     ----------
     value : float
@@ -219,15 +231,115 @@ def reading_value(value: float, decimals: int | None) -> str:
     if not math.isfinite(value):
         return str(value)
     if decimals is None:
-        return f"{value:.3g}"
-    return f"{value:,.{decimals}f}"
+        return _exponent_text(value)
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    # places for three significant digits: 0.38 -> 0.380, 0.02817 -> 0.0282
+    need = 2 - magnitude
+    if need > decimals and float(f"{value:.{decimals}f}") != value:
+        if abs(value) < _SMALLEST_FIXED:
+            return _exponent_text(value)
+        decimals = need
+    text = f"{value:,.{decimals}f}"
+    # 0.9999974 at four places reads 1.0000: add places until it is not whole
+    while (
+        decimals > 0
+        and value != round(value)
+        and float(text.replace(",", "")) == round(value)
+    ):
+        decimals += 1
+        if decimals > _MOST_DECIMALS:
+            return _exponent_text(value)
+        text = f"{value:,.{decimals}f}"
+    return text
 
 
-def _number_texts(column: pl.Series, whole: pl.Series) -> list[str | None]:
-    """Write the numbers of ``column``, the rows shown of ``whole``."""
+def _exponent_text(value: float) -> str:
+    """Three significant digits in exponent form: ``1.26e-138``."""
+    return f"{value:.2e}"
+
+
+def is_probability_column(name: str) -> bool:
+    """Tell whether a column holds p-values or q-values (by its name).
+
+    Parameters
+    ----------
+    name : str
+        A column name: ``p_value``, ``laplace_p_value``, ``q_value``, ``p``.
+
+    Returns
+    -------
+    bool
+        True for ``p``, ``q`` and names ending in ``p_value``, ``q_value``,
+        ``_p`` or ``_q``.
+    """
+    return name in ("p", "q") or name.endswith(("p_value", "q_value", "_p", "_q"))
+
+
+def probability_text(value: float) -> str:
+    """Write a p-value or q-value: three significant digits, exponent below 1e-4.
+
+    Parameters
+    ----------
+    value : float
+        A probability in [0, 1].
+
+    Returns
+    -------
+    str
+        ``0.000740``, ``0.0500``, ``1.26e-138``; ``<1e-300`` for a value that
+        underflowed to exactly 0 (it is below the smallest double, not 0).
+    """
+    if not math.isfinite(value):
+        return str(value)
+    if value == 0:
+        return "<1e-300"
+    if value < _SMALLEST_FIXED:
+        return _exponent_text(value)
+    return f"{value:#.3g}"
+
+
+def _bound_family(names: list[str]) -> dict[str, str]:
+    """Map each confidence-bound column to the estimate it bounds.
+
+    ``beta_lower``/``beta_upper`` belong to ``beta``, ``mtbf_lower_h`` to
+    ``mtbf_h``, and bare ``lower``/``upper`` to the column just before the
+    first of them (``cumulative_incidence``), so an estimate and its bounds are
+    written with the same places.
+    """
+    family: dict[str, str] = {}
+    for i, name in enumerate(names):
+        if name in ("lower", "upper"):
+            j = i - 1
+            while j >= 0 and names[j] in ("lower", "upper"):
+                j -= 1
+            if j >= 0:
+                family[name] = names[j]
+            continue
+        stem = re.sub(r"_(lower|upper)(_one_sided)?(?=_|$)", "", name)
+        if stem != name and stem in names:
+            family[name] = stem
+    return family
+
+
+def _number_texts(
+    column: pl.Series, whole: pl.Series, shown: pl.Series | None = None
+) -> list[str | None]:
+    """Write the numbers of ``column``, the rows shown of ``whole``.
+
+    ``whole`` may be the estimate a bound column belongs to (its typical size
+    sets the places) and ``shown`` the estimate and its bounds stacked (a
+    place is dropped only where all of them end in 0); ``shown`` defaults to
+    ``column``.
+    """
     values = column.to_list()
     if column.dtype.is_float():
-        given = [v for v in values if v is not None]
+        if is_probability_column(column.name):
+            return [None if v is None else probability_text(v) for v in values]
+        given = [
+            v for v in (column if shown is None else shown).to_list() if v is not None
+        ]
         decimals = _decimals(_typical(whole), given)
         return [None if v is None else reading_value(v, decimals) for v in values]
     amount = _is_amount(column.name)
@@ -278,11 +390,26 @@ def reading_frame(frame: pl.DataFrame, *, rows: int | None = None) -> pl.DataFra
     if rows is not None and whole.height > rows:
         half = rows // 2
         shown = pl.concat([whole.head(half), whole[half : half + 1], whole.tail(half)])
+    family = _bound_family(shown.columns)
     columns = []
     for column in shown.get_columns():
         dtype = column.dtype
         if dtype.is_numeric() and dtype != pl.Boolean:
-            texts = _number_texts(column, whole[column.name])
+            key = family.get(column.name, column.name)
+            members = [
+                n
+                for n in shown.columns
+                if family.get(n, n) == key and shown.schema[n].is_float()
+            ]
+            if dtype.is_float() and len(members) > 1:
+                texts = _number_texts(
+                    column,
+                    # the estimate's typical size sets the places of its bounds
+                    whole[key] if key in members else whole[column.name],
+                    pl.concat([shown[n].cast(pl.Float64) for n in members]),
+                )
+            else:
+                texts = _number_texts(column, whole[column.name])
             # right-aligned under the name, as numbers are
             width = max([len(column.name), *(len(t) for t in texts if t is not None)])
             column = pl.Series(
