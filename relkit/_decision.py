@@ -12,9 +12,11 @@ from relkit._checks import checked as _checked
 from relkit._ettr_model import ettr_value, optimal_interval
 from relkit._renewal import (
     JobSurvival,
+    RenewalOptimum,
     WeibullComponent,
-    renewal_ettr,
-    renewal_optimum,
+    check_components,
+    ettr_of,
+    optimum_of,
 )
 from relkit.defaults import DEFAULT_CONFIDENCE
 from relkit.display import html_table
@@ -136,9 +138,11 @@ def checkpoint_decision(
     scale : float, default 1.0
         Factor, > 0, from the observed job to the target one, e.g. target GPUs
         / observed GPUs: failures proportional to the job's size.
-    model : sequence of (float, float, float), optional
+    model : sequence of Component or (float, float, int), optional
         A fitted failure model of the job at its observed size, as
-        ``(shape, scale_h, n_units)`` Weibull components (see
+        ``(shape, scale_h, n_units)`` Weibull components
+        (:class:`relkit.checkpoint.Component`, ``n_units`` a positive integer;
+        a doubtful tuple is warned of, see
         :func:`relkit.checkpoint.renewal_ettr`); its hazard is multiplied by
         ``scale``. Without it failures are exponential (Poisson).
 
@@ -334,19 +338,23 @@ def _with_model(
             "failures; drop model= for the one-sided exponential statement."
         )
         raise InvalidParameterError(msg)
-    JobSurvival(model)  # checks the components
+    model = check_components(model, "checkpoint_decision(model=)", stacklevel=4)
     base = _scaled(model, s)
     shapes = ", ".join(f"{float(c[0]):g}" for c in base)
     kw = {"cost_h": w, "restart_h": u0, "downtime_h": q}
-    best = renewal_optimum(components=base, **kw)
-    at_hi = renewal_optimum(components=_scaled(base, hi / rate), **kw).interval_h
-    at_lo = renewal_optimum(components=_scaled(base, lo / rate), **kw).interval_h
+
+    def optimum(components: list[WeibullComponent]) -> RenewalOptimum:
+        return optimum_of(JobSurvival(components), **kw)
+
+    best = optimum(base)
+    at_hi = optimum(_scaled(base, hi / rate)).interval_h
+    at_lo = optimum(_scaled(base, lo / rate)).interval_h
     dt = best.interval_h
     # a fitted model's ETTR need not be monotone in the rate (a very regular
     # Weibull can gain from a higher hazard at a fixed interval): the bounds are
     # the extremes over the rate's bounds and the estimate, so they contain it
     at_bounds = [
-        renewal_ettr(dt, components=_scaled(base, r / rate), **kw) for r in (hi, lo)
+        ettr_of(JobSurvival(_scaled(base, r / rate)), dt, **kw) for r in (hi, lo)
     ]
     return CheckpointDecision(
         interval_h=dt,

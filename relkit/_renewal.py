@@ -4,25 +4,124 @@ Re-exported by :mod:`relkit.checkpoint`; all durations are hours.
 """
 
 import math
+import numbers
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from relkit._checks import checked as _checked
 from relkit.display import html_table
-from relkit.errors import InvalidParameterError
+from relkit.errors import InvalidParameterError, RelkitWarning
 
 __all__ = [
+    "Component",
     "JobSurvival",
     "RenewalOptimum",
     "WeibullComponent",
+    "check_components",
+    "ettr_of",
+    "optimum_of",
     "renewal_ettr",
     "renewal_optimum",
 ]
 
 #: (Weibull shape β, Weibull scale η in hours, number of iid units n).
 WeibullComponent = tuple[float, float, float]
+
+#: Weibull shapes outside this range are said (a swapped tuple puts a scale
+#: or a unit count there); fitted GPU/node failure shapes lie near 0.5 to 3.
+SHAPE_RANGE = (0.05, 20.0)
+
+
+class Component(NamedTuple):
+    """One Weibull failure mode of a job: ``Component(shape, scale_h, n_units)``.
+
+    A plain ``(shape, scale_h, n_units)`` tuple is accepted wherever a
+    component is; naming the fields keeps them from being swapped.
+
+    Parameters
+    ----------
+    shape : float
+        Weibull shape β (> 0; < 1 infant mortality, 1 exponential).
+    scale_h : float
+        Weibull scale η in hours (> 0).
+    n_units : int
+        Number of iid units (GPUs, nodes) failing by this mode, a positive
+        integer.
+
+    Examples
+    --------
+    >>> Component(shape=0.7, scale_h=5000.0, n_units=1024)
+    Component(shape=0.7, scale_h=5000.0, n_units=1024)
+    """
+
+    shape: float
+    scale_h: float
+    n_units: int
+
+
+def check_components(
+    components: object, where: str, *, stacklevel: int = 3
+) -> list[WeibullComponent]:
+    """Check a user's ``(shape, scale_h, n_units)`` components, say doubtful ones.
+
+    Parameters
+    ----------
+    components : sequence of Component or (float, float, int)
+        As :class:`JobSurvival`, with ``n_units`` a positive integer (an int,
+        or a float with an integer value).
+    where : str
+        The calling function, for messages.
+    stacklevel : int, default 3
+        For the warnings: the frame of the user's call.
+
+    Returns
+    -------
+    list of tuple
+        The components as ``(float, float, float)``.
+
+    Raises
+    ------
+    InvalidParameterError
+        As :class:`JobSurvival`, or if an ``n_units`` is not an integer (e.g.
+        256.5): the message names the order (shape, scale_h, n_units).
+
+    Warns
+    -----
+    RelkitWarning
+        If a shape lies outside [0.05, 20], or ``n_units`` is a float while
+        ``scale_h`` is an int (``(1.0, 1, 24.0)``): both look like a swapped
+        tuple.
+    """
+    rows = _components(components)
+    order = (
+        "components are (shape, scale_h, n_units), e.g. "
+        "relkit.checkpoint.Component(shape=0.7, scale_h=5000.0, n_units=1024)"
+    )
+    for item, (shape, _scale, n) in zip(components, rows, strict=True):  # type: ignore[call-overload]
+        if not float(n).is_integer():
+            msg = (
+                f"{where}: n_units must be a whole number of units, found {n:g} in "
+                f"{tuple(item)!r}; {order}."
+            )
+            raise InvalidParameterError(msg)
+        lo, hi = SHAPE_RANGE
+        doubt = None
+        if not lo <= shape <= hi:
+            doubt = f"Weibull shape {shape:g} is outside [{lo:g}, {hi:g}]"
+        elif isinstance(item[2], float) and isinstance(item[1], numbers.Integral):
+            doubt = f"n_units {item[2]!r} is a float while scale_h {item[1]!r} is not"
+        if doubt is not None:
+            msg = (
+                f"{where}: in {tuple(item)!r} the {doubt}: is the tuple in the "
+                f"order (shape, scale_h, n_units)? {order}."
+            )
+            warnings.warn(msg, RelkitWarning, stacklevel=stacklevel)
+    return rows
+
 
 #: The series of :func:`renewal_ettr` is summed term by term while the
 #: survival falls by at most e^-40 from its first term (the rest is below
@@ -280,10 +379,10 @@ def renewal_ettr(
     restart_h : float
         Restart overhead u₀ at the start of each attempt in hours, >= 0
         (failures may strike during it).
-    components : sequence of (float, float, float)
+    components : sequence of Component or (float, float, int)
         The job's failure model: ``(shape, scale_h, n_units)`` Weibull
-        components (:class:`JobSurvival`); ``[(1.0, M, 1)]`` is exponential
-        with mean M.
+        components (:class:`Component`, :class:`JobSurvival`), ``n_units`` a
+        positive integer; ``[(1.0, M, 1)]`` is exponential with mean M.
     downtime_h : float, default 0.0
         Downtime D after each interruption (recovery, queue) in hours, >= 0,
         during which the job cannot fail.
@@ -348,11 +447,44 @@ def renewal_ettr(
     ... )
     0.912606
     """
+    rows = check_components(components, "renewal_ettr")
+    return ettr_of(
+        JobSurvival(rows),
+        interval_h,
+        cost_h=cost_h,
+        restart_h=restart_h,
+        downtime_h=downtime_h,
+    )
+
+
+def ettr_of(
+    surv: "JobSurvival",
+    interval_h: float,
+    *,
+    cost_h: float,
+    restart_h: float,
+    downtime_h: float = 0.0,
+) -> float:
+    """Return :func:`renewal_ettr` for a built :class:`JobSurvival`.
+
+    For relkit's own scaled models (a hazard multiplied by a rate ratio as a
+    fractional ``n_units``), which :func:`check_components` would refuse.
+
+    Parameters
+    ----------
+    surv : JobSurvival
+        The job's survival.
+    interval_h, cost_h, restart_h, downtime_h : float
+        As :func:`renewal_ettr`.
+
+    Returns
+    -------
+    float
+    """
     tau = _checked(interval_h, "interval_h")
     w = _checked(cost_h, "cost_h", strict=False)
     u0 = _checked(restart_h, "restart_h", strict=False)
     d = _checked(downtime_h, "downtime_h", strict=False)
-    surv = JobSurvival(components)
     return _ettr(surv, tau, w, u0, d, surv.mean_h())
 
 
@@ -419,9 +551,9 @@ def renewal_optimum(
         Blocking checkpoint write w in hours, > 0.
     restart_h : float
         Restart overhead u₀ in hours, >= 0.
-    components : sequence of (float, float, float)
+    components : sequence of Component or (float, float, int)
         ``(shape, scale_h, n_units)`` Weibull components of the job's failure
-        model (see :func:`renewal_ettr`).
+        model (see :func:`renewal_ettr`), ``n_units`` a positive integer.
     downtime_h : float, default 0.0
         Downtime D after each interruption in hours, >= 0.
 
@@ -435,7 +567,13 @@ def renewal_optimum(
     ------
     InvalidParameterError
         If a duration or component is out of range (w must be > 0: without a
-        checkpoint cost the ETTR rises as τ → 0 and has no maximiser).
+        checkpoint cost the ETTR rises as τ → 0 and has no maximiser;
+        ``n_units`` not a whole number: :func:`check_components`).
+
+    Warns
+    -----
+    RelkitWarning
+        If a component looks swapped (:func:`check_components`).
 
     Notes
     -----
@@ -463,10 +601,33 @@ def renewal_optimum(
     >>> round(opt.interval_h * 60, 2), round(opt.young_interval_h * 60, 2)
     (116.69, 120.0)
     """
+    rows = check_components(components, "renewal_optimum")
+    return optimum_of(
+        JobSurvival(rows), cost_h=cost_h, restart_h=restart_h, downtime_h=downtime_h
+    )
+
+
+def optimum_of(
+    surv: "JobSurvival", *, cost_h: float, restart_h: float, downtime_h: float = 0.0
+) -> "RenewalOptimum":
+    """Return :func:`renewal_optimum` for a built :class:`JobSurvival`.
+
+    See :func:`ettr_of` (relkit's own scaled models).
+
+    Parameters
+    ----------
+    surv : JobSurvival
+        The job's survival.
+    cost_h, restart_h, downtime_h : float
+        As :func:`renewal_optimum`.
+
+    Returns
+    -------
+    RenewalOptimum
+    """
     w = _checked(cost_h, "cost_h")
     u0 = _checked(restart_h, "restart_h", strict=False)
     d = _checked(downtime_h, "downtime_h", strict=False)
-    surv = JobSurvival(components)
     return _optimum(surv, w, u0, d)
 
 

@@ -35,7 +35,12 @@ import polars as pl
 from relkit._checks import checked as _checked
 from relkit._decision import CheckpointDecision, checkpoint_decision
 from relkit._ettr_model import ETTRModel, ettr_curve, ettr_model, expected_ettr
-from relkit._renewal import RenewalOptimum, renewal_ettr, renewal_optimum
+from relkit._renewal import (
+    Component,
+    RenewalOptimum,
+    renewal_ettr,
+    renewal_optimum,
+)
 from relkit._two_level import (
     NodeKeepingShare,
     TwoLevelPlan,
@@ -50,6 +55,7 @@ from relkit.errors import InvalidParameterError, RelkitWarning, SchemaError
 __all__ = [
     "CheckpointDecision",
     "CheckpointIntervals",
+    "Component",
     "ETTRModel",
     "NodeKeepingShare",
     "RenewalOptimum",

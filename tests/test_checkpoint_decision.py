@@ -950,15 +950,17 @@ def test_decision_with_a_weibull_model() -> None:
     assert weib.interval_lower_h < weib.interval_h < weib.interval_upper_h
     assert weib.expected_ettr_lower < weib.expected_ettr < weib.expected_ettr_upper
     assert "shape 0.7" in weib.method
-    # the upper rate bound scales the hazard by λ_up/λ
+    # the upper rate bound scales the hazard by λ_up/λ: for one unit, the
+    # scale η·(2·ratio)^(-1/β) (n_units is a whole number, review 14 §5); the
+    # optimum is flat, so the two forms agree to 1e-8, not to rounding
     ratio = weib.failure_rate_upper_per_h / weib.failure_rate_per_h
     at_up = renewal_optimum(
         cost_h=0.05,
         restart_h=0.1,
-        components=[(0.7, 10.0, 2.0 * ratio)],
+        components=[(0.7, 10.0 * (2.0 * ratio) ** (-1 / 0.7), 1)],
         downtime_h=0.2,
     )
-    assert weib.interval_lower_h == pytest.approx(at_up.interval_h, rel=1e-12)
+    assert weib.interval_lower_h == pytest.approx(at_up.interval_h, rel=1e-6)
     with pytest.raises(
         InvalidParameterError, match="model is given but n_failures is 0"
     ):

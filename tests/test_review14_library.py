@@ -16,6 +16,12 @@ import pytest
 
 import relkit.datasets
 from relkit import answers, repairable
+from relkit.checkpoint import (
+    Component,
+    checkpoint_decision,
+    renewal_ettr,
+    renewal_optimum,
+)
 from relkit.errors import (
     IngestError,
     InvalidParameterError,
@@ -227,3 +233,71 @@ def test_store_of_a_newer_schema_says_upgrade(tmp_path: Path) -> None:
     for read_only in (True, False):
         with pytest.raises(SchemaError, match=r"newer relkit \(schema 99.*upgrade"):
             Store(db, read_only=read_only)
+
+
+# --- 5: (shape, scale_h, n_units) components cannot be swapped silently -------
+
+_KW = {"cost_h": 5 / 60, "restart_h": 10 / 60}
+
+
+def test_component_named_tuple_gives_the_daly_optimum() -> None:
+    """Component(shape=1, scale_h=24, n_units=1): exponential, mean 24 h, w 5
+    min, R 10 min: Daly 2006 Fig. 3's exact optimum 116.69 min (the Lambert-W
+    interval of relkit.checkpoint.exact_interval_h, the same as the plain
+    tuple (1.0, 24.0, 1)). doi:10.1016/j.future.2004.11.016"""
+    named = renewal_optimum(components=[Component(1.0, 24.0, 1)], **_KW)
+    plain = renewal_optimum(components=[(1.0, 24.0, 1)], **_KW)
+    assert named.interval_h * 60 == pytest.approx(116.69, abs=0.01)
+    assert named == plain
+    assert Component(0.7, 5000.0, 1024)._fields == ("shape", "scale_h", "n_units")
+
+
+_HALF = [(0.7, 5000.0, 256.5)]
+_DECIDE = {"n_failures": 20, "exposure_h": 200.0, "cost_h": 0.05, "restart_h": 0.1}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: renewal_ettr(1.0, components=_HALF, **_KW),
+        lambda: renewal_optimum(components=_HALF, **_KW),
+        lambda: checkpoint_decision(**_DECIDE, model=_HALF),
+    ],
+    ids=["ettr", "optimum", "decision"],
+)
+def test_fractional_n_units_is_refused_naming_the_order(call) -> None:
+    """n_units 256.5 is no number of GPUs: refused, the message names the
+    order (shape, scale_h, n_units), in all three public entry points."""
+    with pytest.raises(InvalidParameterError, match=r"\(shape, scale_h, n_units\)"):
+        call()
+
+
+@pytest.mark.parametrize(
+    ("comps", "doubt"),
+    [
+        ([(24.0, 1.0, 1)], "shape 24 is outside [0.05, 20]"),
+        ([(1.0, 1, 24.0)], "n_units 24.0 is a float while scale_h 1 is not"),
+    ],
+)
+def test_swapped_component_warns(comps: list, doubt: str) -> None:
+    """The review's swaps of (1.0, 24.0, 1): shape 24 (ETTR 0.713 instead of
+    0.9) and scale 1 h with 24.0 units (ETTR 0.011). Both still compute (the
+    values are valid) but warn naming the order."""
+    with pytest.warns(RelkitWarning, match=re.escape(doubt) + ".*order"):
+        renewal_ettr(1.0, components=comps, **_KW)
+
+
+def test_good_components_do_not_warn() -> None:
+    """Ordinary fits (shape 0.7, float scale, int or integral-float n) are
+    quiet, e.g. the per-mode plan's (shape, scale_h, 512.0)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RelkitWarning)
+        renewal_ettr(1.0, components=[(0.7, 5000.0, 512.0), (1.2, 900.0, 8)], **_KW)
+        checkpoint_decision(
+            n_failures=20,
+            exposure_h=200.0,
+            cost_h=0.05,
+            restart_h=0.1,
+            model=[Component(0.7, 10.0, 1)],
+            scale=2.5,
+        )
