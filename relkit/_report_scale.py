@@ -12,91 +12,20 @@ import warnings
 
 import polars as pl
 
-from relkit import _html, answers, charts, checkpoint, datasets
+from relkit import _html, answers, charts, checkpoint
 from relkit._report_common import ReportContext, Sections
 from relkit.errors import RelkitError, RelkitWarning
-from relkit.published import PUBLISHED_ETTR_POINTS
+from relkit.published import PUBLISHED_ETTR_POINTS, published_mttf_points
 from relkit.scale import job_mttf_by_size, node_failure_rate, scale_projection
 
-__all__ = ["SCALE_GPUS", "published_mttf_points", "scale_sections"]
+__all__ = ["SCALE_GPUS", "scale_sections"]
 
 #: Job sizes of the section, GPUs: 1,024 to 131,072 (powers of two).
 SCALE_GPUS = tuple(2**k for k in range(10, 18))
 
 #: Llama 3's 54-day snapshot of 405B pre-training (Dubey et al.,
-#: arXiv:2407.21783, §3.3.4): its GPUs and days; the interruptions are the
-#: Table 5 rows' counts (datasets/paper-tables).
-_LLAMA3_GPUS, _LLAMA3_DAYS = 16_384, 54
-
-#: Kokolis et al.'s job-MTTF rows (metric -> GPUs) in
-#: datasets/paper-tables/kokolis2024_rsc_headline_stats.csv.
-_KOKOLIS_ROWS = {
-    "job_mttf_8_gpus": 8,
-    "job_mttf_1024_gpus": 1024,
-    "job_mttf_16384_gpus": 16384,
-    "job_mttf_131072_gpus": 131072,
-}
-_HOURS_PER = {"hours": 1.0, "days": 24.0}
-
-
-def published_mttf_points() -> pl.DataFrame:
-    """Read the job MTTFs papers print, from the bundled paper tables.
-
-    Returns
-    -------
-    pl.DataFrame
-        ``source``, ``gpus`` (Int64), ``mttf_h`` (hours), ``kind``
-        ("observed" or "projected") and ``note``: Kokolis et al.'s job MTTF at
-        8 GPUs (47.7 days) and 1,024 GPUs (7.9 h), observed on Meta's RSC, and
-        their projections at 16,384 (1.8 h) and 131,072 GPUs (0.23 h) from
-        RSC-1's 6.50 failures per 1000 node-days; Llama 3's 16,384-GPU run,
-        interrupted 419 times unexpectedly in 54 days (the sum of Table 5's
-        counts): one every 54 × 24 / 419 = 3.09 h.
-
-    References
-    ----------
-    .. [1] A. Kokolis et al., HPCA 2025. arXiv:2410.21680,
-       doi:10.1109/HPCA61900.2025.00096
-    .. [2] Llama Team, AI @ Meta, "The Llama 3 Herd of Models",
-       arXiv:2407.21783 (2024), §3.3.4 and Table 5.
-    """
-    table5 = datasets.path("llama3_table5")
-    kokolis = pl.read_csv(table5.parent / "kokolis2024_rsc_headline_stats.csv")
-    rows = []
-    for r in kokolis.filter(pl.col("metric").is_in(list(_KOKOLIS_ROWS))).iter_rows(
-        named=True
-    ):
-        rows.append(
-            {
-                "source": "Kokolis et al., HPCA 2025 (arXiv:2410.21680)",
-                "gpus": _KOKOLIS_ROWS[r["metric"]],
-                "mttf_h": float(r["value"]) * _HOURS_PER[r["unit"]],
-                "kind": r["kind"],
-                "note": f"{r['cluster']}: {r['value']:g} {r['unit']}"
-                + (f" ({r['note']})" if r["note"] else ""),
-            }
-        )
-    n = int(pl.read_csv(table5)["interruption_count"].sum())
-    rows.append(
-        {
-            "source": "Llama 3 (Dubey et al., arXiv:2407.21783)",
-            "gpus": _LLAMA3_GPUS,
-            "mttf_h": _LLAMA3_DAYS * 24.0 / n,
-            "kind": "observed",
-            "note": f"{n} unexpected interruptions of the 405B pre-training on "
-            f"{_LLAMA3_GPUS:,} H100 GPUs in {_LLAMA3_DAYS} days (Table 5)",
-        }
-    )
-    return pl.DataFrame(
-        rows,
-        schema={
-            "source": pl.String,
-            "gpus": pl.Int64,
-            "mttf_h": pl.Float64,
-            "kind": pl.String,
-            "note": pl.String,
-        },
-    ).sort("gpus", "source")
+#: arXiv:2407.21783, §3.3.4): its GPUs.
+_LLAMA3_GPUS = 16_384
 
 
 def _gpus_per_node(st: dict[str, pl.DataFrame]) -> tuple[int | None, str]:

@@ -17,6 +17,7 @@ DATASETS: dict[str, str] = {
     "lanl": "lanl/LA-UR-05-7318-failure-data-1996-2005.csv",
     "gpud": "gpud",
     "llama3_table5": "paper-tables/llama3_table5_unexpected_interruptions.csv",
+    "kokolis_rsc": "paper-tables/kokolis2024_rsc_headline_stats.csv",
     "acmetrace": "acmetrace/cluster_summary.csv",
     "synthetic": "synthetic/llama3-54d-264n-seed1",
 }
@@ -40,6 +41,8 @@ def path(name: str) -> Path:
         from the gpud project, Apache-2.0, for ``relkit ingest --kind kernel``;
         ``"llama3_table5"``: Llama 3 Table 5, the 18 root-cause rows of the
         419 unexpected interruptions, typed in, for ``relkit check-table``;
+        ``"kokolis_rsc"``: Kokolis et al.'s headline figures for Meta's RSC-1
+        and RSC-2 (node failure rates, job MTTFs), one row per printed value;
         ``"acmetrace"``: the AcmeTrace cluster summary, 5 clusters, CC BY 4.0,
         Hu et al. NSDI 2024; ``"synthetic"``: a directory written by
         ``relkit simulate`` (preset ``llama3-54d``, 264 nodes, 54 days, seed 1):

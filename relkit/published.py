@@ -15,7 +15,9 @@ import math
 
 import polars as pl
 
+from relkit import datasets
 from relkit.errors import InvalidParameterError
+from relkit.metrics import failure_rate_bounds
 from relkit.schema import require_columns
 
 __all__ = [
@@ -23,6 +25,8 @@ __all__ = [
     "acmetrace_failure_share",
     "check_table",
     "failure_share",
+    "published_mttf_points",
+    "published_node_failure_rates",
 ]
 
 _LLAMA3 = "Llama 3 (Dubey et al., arXiv:2407.21783)"
@@ -443,4 +447,178 @@ def acmetrace_failure_share(summary: pl.DataFrame) -> pl.DataFrame:
         failed_gpu_time_frac=pl.col("fail_rate_gpu_time"),
         failed_gpu_time_frac_recomputed=pl.col("fail_gpu_time") / time_sum,
         count_over_time=pl.col("fail_rate_gpu") / pl.col("fail_rate_gpu_time"),
+    )
+
+
+#: Llama 3's 54-day snapshot of 405B pre-training (Dubey et al.,
+#: arXiv:2407.21783, §3.3.4): its GPUs, nodes (8 GPUs each) and days; the
+#: interruptions are the Table 5 rows' counts (``datasets.path("llama3_table5")``).
+_LLAMA3_GPUS, _LLAMA3_DAYS = 16_384, 54
+#: Kokolis et al.'s job-MTTF rows (metric -> GPUs) in ``datasets.path("kokolis_rsc")``.
+_KOKOLIS_MTTF_ROWS = {
+    "job_mttf_8_gpus": 8,
+    "job_mttf_1024_gpus": 1024,
+    "job_mttf_16384_gpus": 16384,
+    "job_mttf_131072_gpus": 131072,
+}
+_HOURS_PER = {"hours": 1.0, "days": 24.0}
+
+
+def _llama3_interruptions() -> int:
+    return int(pl.read_csv(datasets.path("llama3_table5"))["interruption_count"].sum())
+
+
+def published_mttf_points() -> pl.DataFrame:
+    """Read the job MTTFs papers print, from the bundled paper tables.
+
+    Returns
+    -------
+    pl.DataFrame
+        ``source``, ``gpus`` (Int64), ``mttf_h`` (hours), ``kind``
+        ("observed" or "projected") and ``note``, sorted by ``gpus``: Kokolis
+        et al.'s job MTTF at 8 GPUs (47.7 days) and 1,024 GPUs (7.9 h),
+        observed on Meta's RSC, and their projections at 16,384 (1.8 h) and
+        131,072 GPUs (0.23 h) from RSC-1's 6.50 failures per 1000 node-days;
+        Llama 3's 16,384-GPU run, interrupted 419 times unexpectedly in 54
+        days (the sum of Table 5's counts): one every 54 × 24 / 419 = 3.09 h.
+        Overlay with :func:`relkit.charts.mttf_scale_chart`.
+
+    References
+    ----------
+    .. [1] A. Kokolis et al., "Revisiting Reliability in Large-Scale Machine
+       Learning Research Clusters", HPCA 2025. arXiv:2410.21680,
+       doi:10.1109/HPCA61900.2025.00096
+    .. [2] Llama Team, AI @ Meta, "The Llama 3 Herd of Models",
+       arXiv:2407.21783 (2024), §3.3.4 and Table 5.
+
+    Examples
+    --------
+    >>> points = published_mttf_points()
+    >>> points.filter(pl.col("source").str.starts_with("Llama"))["mttf_h"].round(2)[0]
+    3.09
+    """
+    kokolis = pl.read_csv(datasets.path("kokolis_rsc"))
+    rows = [
+        {
+            "source": _KOKOLIS,
+            "gpus": _KOKOLIS_MTTF_ROWS[r["metric"]],
+            "mttf_h": float(r["value"]) * _HOURS_PER[r["unit"]],
+            "kind": r["kind"],
+            "note": f"{r['cluster']}: {r['value']:g} {r['unit']}"
+            + (f" ({r['note']})" if r["note"] else ""),
+        }
+        for r in kokolis.filter(
+            pl.col("metric").is_in(list(_KOKOLIS_MTTF_ROWS))
+        ).iter_rows(named=True)
+    ]
+    n = _llama3_interruptions()
+    rows.append(
+        {
+            "source": _LLAMA3,
+            "gpus": _LLAMA3_GPUS,
+            "mttf_h": _LLAMA3_DAYS * 24.0 / n,
+            "kind": "observed",
+            "note": f"{n} unexpected interruptions of the 405B pre-training on "
+            f"{_LLAMA3_GPUS:,} H100 GPUs in {_LLAMA3_DAYS} days (Table 5)",
+        }
+    )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "source": pl.String,
+            "gpus": pl.Int64,
+            "mttf_h": pl.Float64,
+            "kind": pl.String,
+            "note": pl.String,
+        },
+    ).sort("gpus", "source")
+
+
+def published_node_failure_rates(*, confidence: float | None = None) -> pl.DataFrame:
+    """Node failure rates papers print or imply, per node-day and per 1000 node-days.
+
+    Parameters
+    ----------
+    confidence : float, optional
+        Two-sided level of the Llama 3 rate's exact Poisson bounds; default
+        :data:`relkit.defaults.DEFAULT_CONFIDENCE`. Kokolis et al. print no
+        bounds, so their rows have null bounds.
+
+    Returns
+    -------
+    pl.DataFrame
+        ``source``, ``cluster``, ``failures_per_node_day``, ``lower``,
+        ``upper`` (per node-day), ``failures_per_1000_node_days``,
+        ``confidence`` and ``note``: RSC-1 (6.50) and RSC-2 (2.34 failures per
+        1000 node-days, Kokolis et al.), and Llama 3's unexpected
+        interruptions per node-day, 419 / (2,048 nodes × 54 days) = 3.79 per
+        1000 node-days, with Garwood (1936) bounds.
+
+    References
+    ----------
+    .. [1] A. Kokolis et al., HPCA 2025. arXiv:2410.21680,
+       doi:10.1109/HPCA61900.2025.00096
+    .. [2] Llama Team, AI @ Meta, arXiv:2407.21783 (2024), Table 5.
+    .. [3] F. Garwood, Biometrika 28 (1936) 437-442, doi:10.1093/biomet/28.3-4.437
+
+    Examples
+    --------
+    >>> rates = published_node_failure_rates()
+    >>> rates["failures_per_1000_node_days"].round(2).to_list()
+    [6.5, 2.34, 3.79]
+    """
+    from relkit.defaults import DEFAULT_CONFIDENCE
+
+    level = DEFAULT_CONFIDENCE if confidence is None else confidence
+    kokolis = pl.read_csv(datasets.path("kokolis_rsc")).filter(
+        metric="node_failure_rate"
+    )
+    rows = [
+        {
+            "source": _KOKOLIS,
+            "cluster": r["cluster"],
+            "failures_per_node_day": float(r["value"]) / 1000.0,
+            "lower": None,
+            "upper": None,
+            "note": f"printed: {r['value']:g} {r['unit']}",
+        }
+        for r in kokolis.iter_rows(named=True)
+    ]
+    n = _llama3_interruptions()
+    node_days = _LLAMA3_GPUS / 8 * _LLAMA3_DAYS
+    bounds = failure_rate_bounds(n, exposure=node_days, confidence=level)
+    rows.append(
+        {
+            "source": _LLAMA3,
+            "cluster": f"{_LLAMA3_GPUS:,} H100 GPUs",
+            "failures_per_node_day": n / node_days,
+            "lower": bounds.lower,
+            "upper": bounds.upper,
+            "note": f"{n} unexpected interruptions / ({_LLAMA3_GPUS // 8:,} nodes "
+            f"× {_LLAMA3_DAYS} days)",
+        }
+    )
+    frame = pl.DataFrame(
+        rows,
+        schema={
+            "source": pl.String,
+            "cluster": pl.String,
+            "failures_per_node_day": pl.Float64,
+            "lower": pl.Float64,
+            "upper": pl.Float64,
+            "note": pl.String,
+        },
+    )
+    return frame.with_columns(
+        failures_per_1000_node_days=pl.col("failures_per_node_day") * 1000.0,
+        confidence=pl.when(pl.col("lower").is_not_null()).then(pl.lit(level)),
+    ).select(
+        "source",
+        "cluster",
+        "failures_per_node_day",
+        "lower",
+        "upper",
+        "failures_per_1000_node_days",
+        "confidence",
+        "note",
     )

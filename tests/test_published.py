@@ -172,3 +172,40 @@ def test_published_kokolis_points_agree_with_the_model_to_printed_precision() ->
             interval_h=interval_min / 60,
         )
         assert round(value, digits) == printed
+
+
+def test_published_node_failure_rates_from_the_paper_tables() -> None:
+    """RSC-1 6.50 and RSC-2 2.34 failures per 1000 node-days as Kokolis et al. print
+    them; Llama 3: 419 unexpected interruptions (the sum of Table 5's counts) over
+    2,048 nodes x 54 days = 3.7887 per 1000 node-days, with Garwood bounds
+    chi2.ppf(0.025, 838)/2 and chi2.ppf(0.975, 840)/2 over the node-days (scipy)."""
+    from scipy.stats import chi2
+
+    from relkit.published import published_node_failure_rates
+
+    rates = published_node_failure_rates()
+    per_1000 = dict(
+        zip(rates["cluster"], rates["failures_per_1000_node_days"], strict=True)
+    )
+    assert per_1000["RSC-1"] == pytest.approx(6.50)
+    assert per_1000["RSC-2"] == pytest.approx(2.34)
+    llama = rates.filter(pl.col("source").str.starts_with("Llama")).row(0, named=True)
+    node_days = 2048 * 54
+    assert llama["failures_per_node_day"] == pytest.approx(419 / node_days)
+    assert llama["lower"] == pytest.approx(chi2.ppf(0.025, 838) / 2 / node_days)
+    assert llama["upper"] == pytest.approx(chi2.ppf(0.975, 840) / 2 / node_days)
+    assert llama["confidence"] == 0.95
+
+
+def test_published_mttf_points_from_the_paper_tables() -> None:
+    """Kokolis et al.: 47.7 days at 8 GPUs, 7.9 h at 1,024, projections 1.8 h and
+    0.23 h; Llama 3: 54 x 24 / 419 = 3.0931 h at 16,384 GPUs."""
+    from relkit.published import published_mttf_points
+
+    points = published_mttf_points()
+    kokolis = points.filter(pl.col("source").str.starts_with("Kokolis"))
+    assert dict(zip(kokolis["gpus"], kokolis["mttf_h"], strict=True)) == pytest.approx(
+        {8: 47.7 * 24, 1024: 7.9, 16384: 1.8, 131072: 0.23}
+    )
+    llama = points.filter(pl.col("source").str.starts_with("Llama")).row(0, named=True)
+    assert (llama["gpus"], llama["mttf_h"]) == (16384, pytest.approx(54 * 24 / 419))

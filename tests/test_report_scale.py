@@ -19,7 +19,8 @@ from report_stores import context, events_only_store, spec_titles, synthetic_sto
 from scipy import stats
 
 from relkit import answers, charts
-from relkit._report_scale import SCALE_GPUS, published_mttf_points, scale_sections
+from relkit._report_scale import SCALE_GPUS, scale_sections
+from relkit.published import published_mttf_points
 from relkit.store import Store
 
 
