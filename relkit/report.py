@@ -134,14 +134,9 @@ def _summary(ctx: ReportContext, shown: list[str]) -> tuple[str, str]:
     if "lemons" in t and "lemon" in t["lemons"].columns:
         n_lemons = int(t["lemons"]["lemon"].sum())
         said.append(f"{n_lemons:,} lemon node(s)")
-    trend = t.get("trend")
-    if trend is not None and trend.height and "laplace_direction" in trend.columns:
-        direction = trend["laplace_direction"][0]
-        said.append(
-            "no evidence of a trend in the failure rate (Laplace test)"
-            if direction == "no evidence"
-            else f"failure rate {direction} (Laplace test)"
-        )
+    trend_text = trend_verdict(t.get("trend"))
+    if trend_text:
+        said.append(trend_text)
     scale = t.get("scale_projection")
     if scale is not None and scale.height and {"gpus", "mttf_h"} <= set(scale.columns):
         top = scale.sort("gpus").row(-1, named=True)
@@ -162,6 +157,68 @@ def _summary(ctx: ReportContext, shown: list[str]) -> tuple[str, str]:
         "<p>Sections: "
         + html.escape(", ".join(["Data", *shown, "Assumptions"]))
         + ".</p>",
+    )
+
+
+def trend_verdict(trend: pl.DataFrame | None, *, alpha: float = 0.05) -> str:
+    """Say the Laplace trend verdict over every group of ``trend`` at once.
+
+    Parameters
+    ----------
+    trend : polars.DataFrame or None
+        ``answers.trend_by`` output: ``laplace_direction`` (``"improving"``,
+        ``"deteriorating"``, ``"no evidence"`` or null when no test ran),
+        ``laplace_p_value`` and ``mil_hdbk_189_p_value``; one row per system
+        or one row for the fleet.
+    alpha : float
+        The tests' significance level (trend_by's default 0.05), stated.
+
+    Returns
+    -------
+    str
+        ``"6 of 23 systems deteriorating, 13 improving, 4 no evidence
+        (Laplace, 5 %)"`` for several groups; for one group its direction with
+        both the Laplace and MIL-HDBK-189 p-values when they disagree at
+        ``alpha``; ``""`` when no test was computed (every direction null).
+        Laplace test: Cox & Lewis 1966; MIL-HDBK-189C (2011) §5.
+    """
+    if trend is None or not trend.height or "laplace_direction" not in trend.columns:
+        return ""
+    tested = trend.filter(pl.col("laplace_direction").is_not_null())
+    if not tested.height:
+        return ""
+    level = f"{alpha:.0%}".replace("%", " %")
+    if tested.height == 1:
+        row = tested.row(0, named=True)
+        direction = row["laplace_direction"]
+        p_lap = row.get("laplace_p_value")
+        p_mil = row.get("mil_hdbk_189_p_value")
+        verdict = (
+            "no evidence of a trend in the failure rate"
+            if direction == "no evidence"
+            else f"failure rate {direction}"
+        )
+        if (
+            p_lap is not None
+            and p_mil is not None
+            and (p_lap < alpha) != (p_mil < alpha)
+        ):
+            return (
+                f"{verdict} by the Laplace test (p {p_lap:.2g}) but not by "
+                f"MIL-HDBK-189 (p {p_mil:.2g}) at {level}"
+                if p_lap < alpha
+                else f"{verdict} by the Laplace test (p {p_lap:.2g}), though "
+                f"MIL-HDBK-189 finds a trend (p {p_mil:.2g}) at {level}"
+            )
+        return f"{verdict} (Laplace, {level})"
+    counts = {
+        d: tested.filter(pl.col("laplace_direction") == d).height
+        for d in ("deteriorating", "improving", "no evidence")
+    }
+    return (
+        f"{counts['deteriorating']:,} of {tested.height:,} systems deteriorating, "
+        f"{counts['improving']:,} improving, {counts['no evidence']:,} no evidence "
+        f"(Laplace, {level})"
     )
 
 
@@ -382,7 +439,9 @@ def _write_report(
     tables_dir.mkdir(parents=True, exist_ok=True)
     for name, frame in ctx.tables.items():
         _csv_ready(frame).write_csv(tables_dir / f"{name}.csv")
-    pl.DataFrame([asdict(a)]).write_csv(tables_dir / "assumptions.csv")
+    pl.DataFrame([{**asdict(a), "given": ",".join(a.given)}]).write_csv(
+        tables_dir / "assumptions.csv"
+    )
     if images:
         _write_images(ctx, out_dir)
     page = out_dir / "report.html"

@@ -1,0 +1,197 @@
+"""Checks of the report fixes from issue 14's review (defects in §2)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from relkit.report import trend_verdict
+
+
+def _trend(directions, lap=None, mil=None):
+    n = len(directions)
+    return pl.DataFrame(
+        {
+            "system": [str(i + 1) for i in range(n)],
+            "laplace_direction": directions,
+            "laplace_p_value": lap or [0.01] * n,
+            "mil_hdbk_189_p_value": mil or [0.01] * n,
+        },
+        schema_overrides={"laplace_direction": pl.String},
+    )
+
+
+def test_trend_verdict_counts_every_system():
+    """Hand count: 2 deteriorating, 3 improving, 1 no evidence of 6; the first
+    row (deteriorating) must not speak for the fleet."""
+    t = _trend(
+        [
+            "deteriorating",
+            "improving",
+            "improving",
+            "no evidence",
+            "improving",
+            "deteriorating",
+        ]
+    )
+    assert trend_verdict(t) == (
+        "2 of 6 systems deteriorating, 3 improving, 1 no evidence (Laplace, 5 %)"
+    )
+
+
+def test_trend_verdict_empty_when_no_test_ran():
+    """A store with 0 failures has a trend row with null direction: nothing is
+    said (it used to print 'failure rate None')."""
+    assert trend_verdict(_trend([None])) == ""
+    assert trend_verdict(None) == ""
+
+
+def test_trend_verdict_names_both_tests_when_they_disagree():
+    """Laplace p 0.90 (no evidence at 5 %) with MIL-HDBK-189 p 2e-5: both are
+    named, as in the reviewer's 4-failure row."""
+    text = trend_verdict(_trend(["no evidence"], lap=[0.90], mil=[2e-5]))
+    assert "Laplace test (p 0.9)" in text
+    assert "MIL-HDBK-189" in text
+    assert "2e-05" in text
+
+
+INFO_CSV = (
+    "ts,host,failure_mode,code,device,severity,detail,repaired_ts\n"
+    "2025-01-10 00:00:00,gpu001,gpu/informational,43,0000:3b:00,info,Xid 43,\n"
+    "2025-01-12 00:00:00,gpu002,gpu/informational,43,0000:3b:00,info,Xid 43,\n"
+    "2025-01-15 00:00:00,gpu001,gpu/informational,43,0000:3b:00,info,Xid 43,\n"
+)
+
+
+def test_informational_records_of_an_events_file_are_no_failures(tmp_path):
+    """The taxonomy says gpu/informational counts_as_failure false; three such
+    records in a normalised events CSV are 0 failures (they were 3, MTBF 40 h),
+    as the same mode from a kernel log is. Hand: 0 failures, exposure 120 h
+    (gpu001 from Jan 10 to Jan 15)."""
+    from relkit import answers
+    from relkit.ingest import read_file
+    from relkit.store import Store
+
+    (tmp_path / "info.csv").write_text(INFO_CSV)
+    store = Store(tmp_path / "info.duckdb")
+    read_file(store, tmp_path / "info.csv", kind="events", tz="UTC")
+    st = answers.store_tables(store)
+    store.close()
+    row = answers.mtbf_by(**st).row(0, named=True)
+    assert row["n_failures"] == 0
+    assert row["exposure_h"] == 120.0
+
+
+def test_counting_rule_follows_the_store_kinds():
+    """The rule of relkit.observation.failure_records, per kind of source: logs
+    fold at 10 min; LANL and events records count one each unless a window
+    was given (then folded at that window)."""
+    from relkit._report_common import counting_rule
+
+    lanl = pl.DataFrame({"kind": ["lanl"]})
+    assert "each normalised record" in counting_rule(lanl, None)
+    assert "incident" not in counting_rule(lanl, None)
+    assert "less than 30 minutes apart" in counting_rule(lanl, 30.0)
+    kern = pl.DataFrame({"kind": ["kernel", "sacct"]})
+    text = counting_rule(kern, None)
+    assert "10 minutes" in text
+    assert "normalised" not in text
+
+
+def test_uncovered_by_logs_counts_attempts_outside_the_logs():
+    """Hand: logs of host a from Feb 10 to Feb 20. Job 1 on a, Feb 12-13:
+    covered. Job 2 on a, Feb 1-2: before the logs. Job 3 on b: no logs of b.
+    Job 4 cancelled (not_failure): not counted. So 2 of 3."""
+    from datetime import UTC, datetime
+
+    from relkit._report_interruptions import uncovered_by_logs
+
+    def d(day):
+        return datetime(2025, 2, day, tzinfo=UTC)
+
+    found = pl.DataFrame(
+        {
+            "source_id": [2, 2, 2, 2],
+            "job_id": ["1", "2", "3", "4"],
+            "attempt": [1, 1, 1, 1],
+            "start_ts": [d(12), d(1), d(12), d(1)],
+            "end_ts": [d(13), d(2), d(13), d(2)],
+            "kind": ["unexpected", "unexpected", "planned", "not_failure"],
+        }
+    )
+    job_nodes = pl.DataFrame(
+        {
+            "source_id": [2, 2, 2, 2],
+            "job_id": ["1", "2", "3", "4"],
+            "attempt": [1, 1, 1, 1],
+            "host": ["a", "a", "b", "b"],
+        }
+    )
+    events = pl.DataFrame(
+        {"ts": [d(10), d(20)], "host": ["a", "a"], "source_id": [1, 1]}
+    )
+    sources = pl.DataFrame({"source_id": [1, 2], "kind": ["kernel", "sacct"]})
+    assert uncovered_by_logs(found, job_nodes, events, sources) == (2, 3)
+
+
+def test_source_notes_read_again_from_the_jobs():
+    """C08 has Start/End but no AllocTRES (n_gpus all null): one note; C09 has
+    neither (start, end and n_gpus all null): two notes. Hand count: 3."""
+    from datetime import UTC, datetime
+
+    from relkit._report_data import source_notes
+
+    t = datetime(2025, 2, 1, tzinfo=UTC)
+    sources = pl.DataFrame(
+        {
+            "source_id": [1, 2],
+            "path": ["x/C08.psv", "x/C09.psv"],
+            "kind": ["sacct", "sacct"],
+            "options": ['{"tz": "UTC"}', '{"tz": "UTC"}'],
+        }
+    )
+    jobs = pl.DataFrame(
+        {
+            "source_id": [1, 1, 2],
+            "n_gpus": [None, None, None],
+            "start_ts": [t, None, None],
+            "end_ts": [t, t, None],
+        },
+        schema_overrides={"n_gpus": pl.Int32},
+    )
+    notes = source_notes(sources, jobs)
+    assert notes["path"].to_list() == ["C08.psv", "C09.psv", "C09.psv"]
+    assert "AllocTRES" in notes["note"][0]
+    assert "Start/End" in notes["note"][1]
+
+
+def test_report_cost_h_reaches_the_measured_run(tmp_path):
+    """C18's run logs no save time: without --cost-h no interval is decided;
+    with cost_h 0.01 h given, the page's decision uses it (cost_h 0.01 in
+    tables/checkpoint_decision.csv) and its interval equals
+    answers.decide_checkpoints(goodput, cost_h=0.01) computed here."""
+    from shared_paths import SHARED
+
+    from relkit import answers
+    from relkit.ingest import read_file
+    from relkit.report import ReportAssumptions, write_report
+    from relkit.store import Store
+
+    store = Store(tmp_path / "gp.duckdb")
+    read_file(
+        store,
+        SHARED / "cases" / "C18-goodput-disruption-rework.jsonl",
+        kind="checkpoints",
+    )
+    write_report(
+        store,
+        tmp_path / "rep",
+        assumptions=ReportAssumptions(cost_h=0.01, given=("cost_h",)),
+    )
+    got = pl.read_csv(tmp_path / "rep" / "tables" / "checkpoint_decision.csv")
+    goodput = answers.run_goodput(
+        store.table("checkpoints"), store.table("jobs"), store.table("job_nodes")
+    )
+    want = answers.decide_checkpoints(goodput, cost_h=0.01)
+    store.close()
+    assert got["cost_h"][0] == 0.01
+    assert abs(got["interval_h"][0] - want["interval_h"][0]) < 1e-12
