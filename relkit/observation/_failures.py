@@ -131,7 +131,11 @@ def failure_records(
         )["source_id"].cast(events.schema["source_id"])
         known = known & pl.col("source_id").is_in(logs.implode())
     raw = events.filter(known)
-    records = events.filter(~known)
+    records = _drop_taxonomy_non_failures(
+        events.filter(~known),
+        sources if has_sources else None,
+        count_unknown_xid=count_unknown_xid,
+    )
     if window_min is not None:
         records = _fold_records(records, window_min)
     if raw.height == 0:
@@ -147,6 +151,47 @@ def failure_records(
         [records, folded.select(c for c in folded.columns if c in events.columns)],
         how="diagonal_relaxed",
     )
+
+
+def _drop_taxonomy_non_failures(
+    records: pl.DataFrame,
+    sources: pl.DataFrame | None,
+    *,
+    count_unknown_xid: bool,
+) -> pl.DataFrame:
+    """Leave out normalised records of a taxonomy mode that is no failure.
+
+    A normalised events file may name a taxonomy mode whose
+    ``counts_as_failure`` is false (``gpu/informational``): its records are
+    not failures, as the same mode from a kernel log is not, unless that file
+    declared the mode itself (``declared_modes`` in its source options).
+    """
+    from relkit.taxonomy import FAILURE_MODES
+
+    off = FAILURE_MODES.filter(~pl.col("counts_as_failure"))["failure_mode"]
+    if count_unknown_xid:
+        off = off.filter(off != "gpu/unknown_xid")
+    drop = pl.col("failure_mode").is_in(off.implode())
+    if sources is not None and "options" in sources.columns:
+        declared = (
+            sources.select(
+                pl.col("source_id").cast(records.schema["source_id"]),
+                failure_mode=pl.col("options")
+                .str.json_path_match("$.declared_modes")
+                .str.json_decode(pl.List(pl.String)),
+            )
+            .explode("failure_mode")
+            .drop_nulls()
+        )
+        flagged = records.join(
+            declared.unique().with_columns(_declared=pl.lit(value=True)),
+            on=["source_id", "failure_mode"],
+            how="left",
+        )
+        return flagged.filter(~drop | pl.col("_declared").fill_null(value=False)).drop(
+            "_declared"
+        )
+    return records.filter(~drop)
 
 
 def node_failures(
