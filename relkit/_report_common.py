@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from relkit.observation import Observation
     from relkit.store import Store
 
-__all__ = ["ReportAssumptions", "ReportContext", "Sections"]
+__all__ = ["ReportAssumptions", "ReportContext", "Sections", "counting_rule"]
 
 #: What a section builder returns: sections to show, or why none is shown.
 Sections = list[tuple[str, str]] | str
@@ -41,6 +41,10 @@ class ReportAssumptions:
         Systems with fewer failures get no checkpoint plan.
     top_systems : int
         How many of the systems with most records get survival curves.
+    given : tuple of str
+        Which of ``cost_h`` and ``restart_h`` the user gave: those replace the
+        measured save and restart times of checkpointed runs too (the others
+        serve only the plans from failure data).
     """
 
     confidence: float = DEFAULT_CONFIDENCE
@@ -48,6 +52,7 @@ class ReportAssumptions:
     restart_h: float = 10.0 / 60.0
     min_failures: int = 100
     top_systems: int = 5
+    given: tuple[str, ...] = ()
 
 
 @dataclass
@@ -100,3 +105,43 @@ class ReportContext:
         spec = chart.to_dict()
         self.charts.append((div_id, spec))
         return _html.chart_div(spec, div_id)
+
+
+def counting_rule(sources: pl.DataFrame, window_min: float | None) -> str:
+    """Say how events became counted failures, for the store's kinds of source.
+
+    Parameters
+    ----------
+    sources : polars.DataFrame
+        The store's ``sources`` table (column ``kind``).
+    window_min : float or None
+        The observation's incident window for normalised records, minutes
+        (``Observation.window_min``; None when not given).
+
+    Returns
+    -------
+    str
+        A plain clause: log lines (kinds ``kernel``, ``nvsmi``) are folded into
+        incidents (one host, device and mode within 10 minutes); normalised
+        records (LANL, events tables) count one failure each, as their owner
+        curated them, unless a window was given (the rule of
+        ``relkit.observation.failure_records``).
+    """
+    kinds = set(sources["kind"].to_list()) if "kind" in sources.columns else set()
+    logs = bool(kinds & {"kernel", "nvsmi"})
+    records = bool(kinds & {"events", "lanl", "parsed-logs"})
+    parts = []
+    if logs:
+        parts.append(
+            "log lines are folded into incidents (events of one host, device and "
+            "mode less than 10 minutes apart are one failure)"
+        )
+    if records:
+        parts.append(
+            "each normalised record (LANL, events table) is one failure, as its "
+            "owner curated it"
+            if window_min is None
+            else "normalised records of one host, device and mode less than "
+            f"{window_min:g} minutes apart are one failure"
+        )
+    return "; ".join(parts) if parts else "each record is one failure"

@@ -7,11 +7,12 @@ notes and flags) and one line for each section the data does not support.
 """
 
 import html
+import json
 
 import polars as pl
 
 from relkit import _html, answers
-from relkit._report_common import ReportContext
+from relkit._report_common import ReportContext, counting_rule
 from relkit.taxonomy import unknown_xid_note
 
 __all__ = ["data_notes", "data_section"]
@@ -46,7 +47,89 @@ def _sources(ctx: ReportContext) -> str:
         f"<p>{sources.height:,} source file(s) ingested (each listed in "
         "tables/sources.csv). Lines read, rows loaded, lines rejected (with a "
         "reason, below) and lines ignored (ordinary log lines that carry no "
-        "failure signal), by kind:</p>" + _html.table_html(by_kind)
+        "failure signal), by kind:</p>"
+        + _html.table_html(by_kind)
+        + _notes_html(ctx, sources)
+    )
+
+
+def source_notes(sources: pl.DataFrame, jobs: pl.DataFrame) -> pl.DataFrame:
+    """List the ingest warnings of each source that still hold in the store.
+
+    The store keeps no ingest messages, so the ones that change a figure are
+    read again from what was loaded: a job source whose jobs all lack a GPU
+    count (no ``AllocTRES``: GPU-hours charge 8 GPUs per node), or all lack
+    start and end (no ``Start``/``End``: no interruption timing); and any
+    ``note`` or ``notes`` kept in a source's ``options`` JSON.
+
+    Parameters
+    ----------
+    sources : polars.DataFrame
+        The store's ``sources`` (``source_id``, ``path``, ``kind``,
+        ``options``).
+    jobs : polars.DataFrame
+        The store's ``jobs`` (``source_id``, ``n_gpus``, ``start_ts``,
+        ``end_ts``).
+
+    Returns
+    -------
+    polars.DataFrame
+        ``path`` and ``note``, one row per note (empty when none).
+    """
+    rows: list[tuple[str, str]] = []
+    name = {
+        sid: str(path).replace("\\", "/").rsplit("/", 1)[-1]
+        for sid, path in zip(sources["source_id"], sources["path"], strict=True)
+    }
+    if "options" in sources.columns:
+        for sid, options in zip(sources["source_id"], sources["options"], strict=True):
+            try:
+                opts = json.loads(options or "{}")
+            except ValueError:
+                continue
+            said = opts.get("notes", opts.get("note"))
+            for note in [said] if isinstance(said, str) else said or []:
+                rows.append((name[sid], str(note)))
+    if jobs.height and {"source_id", "n_gpus", "start_ts", "end_ts"} <= set(
+        jobs.columns
+    ):
+        per = jobs.group_by("source_id").agg(
+            gpus=pl.col("n_gpus").is_not_null().any(),
+            times=(
+                pl.col("start_ts").is_not_null() | pl.col("end_ts").is_not_null()
+            ).any(),
+        )
+        for sid, gpus, times in per.sort("source_id").iter_rows():
+            path = name.get(sid, str(sid))
+            if not times:
+                rows.append(
+                    (
+                        path,
+                        "no job has a start or end time (no Start/End column): "
+                        "no interruption timing, no incident matched to a job",
+                    )
+                )
+            if not gpus:
+                rows.append(
+                    (
+                        path,
+                        "no job has a GPU count (no AllocTRES column): GPU-hours "
+                        "charge 8 GPUs per node",
+                    )
+                )
+    return pl.DataFrame(
+        rows, schema={"path": pl.String, "note": pl.String}, orient="row"
+    )
+
+
+def _notes_html(ctx: ReportContext, sources: pl.DataFrame) -> str:
+    notes = source_notes(sources, ctx.store.table("jobs"))
+    if not notes.height:
+        return ""
+    ctx.tables["source_notes"] = notes
+    return (
+        "<p>Notes on the sources (from their ingest; they change the figures "
+        "below):</p>" + _html.table_html(notes)
     )
 
 
@@ -75,7 +158,9 @@ def _observation(ctx: ReportContext) -> str:
         f"<em>{html.escape(obs.exposure_basis)}</em>; observation ends "
         f"{html.escape(_html.format_value(obs.observed_until) or 'n/a')}. "
         f"{ctx.st['events'].height:,} events, counted as "
-        f"{obs.failures.height:,} failures (log lines folded into incidents)"
+        f"{obs.failures.height:,} failures ("
+        + html.escape(counting_rule(ctx.st["sources"], obs.window_min))
+        + ")"
         + (
             f", {obs.n_no_wall_time:,} event(s) with no wall time"
             if obs.n_no_wall_time

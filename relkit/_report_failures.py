@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from relkit import _html, answers, charts, checkpoint, survival
-from relkit._report_common import ReportContext, Sections
+from relkit._report_common import ReportContext, Sections, counting_rule
 from relkit.errors import InsufficientDataError, RelkitError
 from relkit.taxonomy import XID_CATALOGUE
 
@@ -150,9 +150,9 @@ def _mtbf_by_mode(ctx: ReportContext) -> tuple[str, str]:
     grouping = "root cause" if col == "root_cause" else "failure mode"
     body = (
         f"<p>Whole fleet: {fleet_mtbf_sentence(overall, a.confidence)}</p>"
-        f"<p>Failures per {grouping}, counted once per incident of a {unit} "
-        f"(events of one unit and mode within minutes are one failure), over "
-        f"the {unit}-hours at risk of the whole fleet; MTBF with exact "
+        f"<p>Failures per {grouping} ("
+        + html.escape(counting_rule(ctx.st["sources"], ctx.obs.window_min))
+        + f"), over the {unit}-hours at risk of the whole fleet; MTBF with exact "
         f"chi-square bounds at {a.confidence:.0%} confidence (two-sided), and a "
         "one-sided lower bound where a mode has no failure (Epstein & Sobel "
         "1953, doi:10.1080/01621459.1953.10501194). Exposure basis: "
