@@ -37,6 +37,70 @@ def interruptions_of(ctx: ReportContext) -> pl.DataFrame:
     return ctx.tables["interruptions"]
 
 
+def uncovered_by_logs(
+    interruptions: pl.DataFrame,
+    job_nodes: pl.DataFrame,
+    events: pl.DataFrame,
+    sources: pl.DataFrame,
+) -> tuple[int, int]:
+    """Count interrupted attempts that ran where and when no log was kept.
+
+    Parameters
+    ----------
+    interruptions : polars.DataFrame
+        ``job_interruptions`` output: ``source_id``, ``job_id``, ``attempt``,
+        ``start_ts``, ``end_ts``, ``kind`` (only ``unexpected`` and
+        ``planned`` are counted).
+    job_nodes : polars.DataFrame
+        The store's ``job_nodes`` (``source_id``, ``job_id``, ``attempt``,
+        ``host``).
+    events, sources : polars.DataFrame
+        The store's ``events`` (``ts``, ``host``, ``source_id``) and
+        ``sources`` (``source_id``, ``kind``); log files are kinds ``kernel``
+        and ``nvsmi``.
+
+    Returns
+    -------
+    tuple of int
+        ``(uncovered, total)``: attempts none of whose hosts has a log span
+        (its first to its last log line) overlapping the attempt's run
+        (start to end), and the attempts counted. An uncovered attempt can
+        only be attributed by its exit state.
+    """
+    counted = interruptions.filter(pl.col("kind").is_in(_KINDS))
+    if not counted.height:
+        return 0, 0
+    logs = sources.filter(pl.col("kind").is_in(["kernel", "nvsmi"]))["source_id"]
+    spans = (
+        events.filter(
+            pl.col("source_id").cast(pl.Int64).is_in(logs.cast(pl.Int64).implode())
+            & pl.col("ts").is_not_null()
+            & pl.col("host").is_not_null()
+        )
+        .group_by("host")
+        .agg(log_from=pl.col("ts").min(), log_to=pl.col("ts").max())
+    )
+    keys = ["source_id", "job_id", "attempt"]
+    attempts = counted.select(*keys, "start_ts", "end_ts").unique(keys)
+    nodes = job_nodes.select(
+        pl.col("source_id").cast(attempts.schema["source_id"]),
+        pl.col("job_id").cast(attempts.schema["job_id"]),
+        pl.col("attempt").cast(attempts.schema["attempt"]),
+        "host",
+    )
+    covered = (
+        attempts.join(nodes, on=keys, how="inner")
+        .join(spans, on="host", how="inner")
+        .filter(
+            (pl.col("log_from") <= pl.col("end_ts").fill_null(pl.col("start_ts")))
+            & (pl.col("log_to") >= pl.col("start_ts").fill_null(pl.col("end_ts")))
+        )
+        .select(keys)
+        .unique()
+    )
+    return attempts.height - covered.height, attempts.height
+
+
 def table5_beside_llama3(interruptions: pl.DataFrame) -> pl.DataFrame:
     """Llama 3 Table 5's shape of the interruptions, with the paper's counts beside.
 
@@ -125,6 +189,25 @@ def interruptions_sections(ctx: ReportContext) -> Sections:
         "within 45 minutes before its end, else to its exit state (Llama 3, "
         "arXiv:2407.21783, §3.3.4).</p>"
     )
+    uncovered, attempts = uncovered_by_logs(
+        found, ctx.store.table("job_nodes"), ctx.st["events"], ctx.st["sources"]
+    )
+    has_logs = ctx.st["sources"]["kind"].is_in(["kernel", "nvsmi"]).any()
+    if uncovered:
+        line = (
+            f"{uncovered:,} of {attempts:,} interrupted attempts ran on hosts or "
+            "at times the kernel logs do not cover"
+            if has_logs
+            else f"the store holds no kernel or nvidia-smi logs, so all "
+            f"{attempts:,} interrupted attempts"
+        ) + (
+            ": they can only be attributed by their exit state (&quot;no log "
+            "signal&quot;, cause unknown). Ingest the logs of those hosts and days "
+            "to attribute them."
+        )
+        line = line[0].upper() + line[1:]
+        ctx.progress("warning: " + html.unescape(line))
+        intro += f"<p><strong>Warning:</strong> {line}</p>"
     sections = [
         ("Planned and unexpected interruptions", intro + _html.table_html(by_kind))
     ]
