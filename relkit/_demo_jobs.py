@@ -75,9 +75,12 @@ def simulated_interruptions(
     store : Store
         The store :func:`ingest_simulated_run` filled.
     out_dir : Path
-        The demo's output directory: ``tables/interruptions_by_cause.csv``
-        (with the GPU-hours each cause lost), ``tables/root_cause_table5.csv``
-        and ``tables/simulated_run_goodput.csv`` are written.
+        The demo's output directory:
+        ``tables/simulated_run_interruptions_by_cause.csv`` (with the GPU-hours
+        each cause lost), ``tables/simulated_run_root_cause_table5.csv`` and
+        ``tables/simulated_run_goodput.csv`` are written (names of their own:
+        the report beside them writes ``interruptions_by_cause.csv`` and
+        ``root_cause_table5.csv`` with other columns).
     truth : dict
         The run's ``ground_truth.json``.
     progress : callable
@@ -121,9 +124,9 @@ def simulated_interruptions(
     )
     (out_dir / "tables").mkdir(parents=True, exist_ok=True)
     goodput.runs.write_csv(out_dir / "tables" / "simulated_run_goodput.csv")
-    by_cause.write_csv(out_dir / "tables" / "interruptions_by_cause.csv")
+    by_cause.write_csv(out_dir / "tables" / "simulated_run_interruptions_by_cause.csv")
     root_cause_table(interruptions).write_csv(
-        out_dir / "tables" / "root_cause_table5.csv"
+        out_dir / "tables" / "simulated_run_root_cause_table5.csv"
     )
     counts = truth["counts"]
     found = {k: interruptions.filter(kind=k).height for k in ("unexpected", "planned")}

@@ -112,7 +112,7 @@ def test_demo_shows_lanl_and_gpu_failure_modes(tmp_path: Path) -> None:
         injected.rstrip(")")
     )
     assert "hardware (unexpected)" in summary["interruptions_by_cause"]
-    assert (tmp_path / "tables" / "interruptions_by_cause.csv").exists()
+    assert (tmp_path / "tables" / "simulated_run_interruptions_by_cause.csv").exists()
     # issue 11: the run's ETTR measured from its checkpoint log, as printed,
     # equals the truth of ground_truth.json to the 4 decimals shown (0.9722)
     measured, true = (
@@ -121,7 +121,9 @@ def test_demo_shows_lanl_and_gpu_failure_modes(tmp_path: Path) -> None:
     )
     assert measured == true == "0.9722"
     assert "recommended" in summary["checkpoint_interval"]
-    by_cause = pl.read_csv(tmp_path / "tables" / "interruptions_by_cause.csv")
+    by_cause = pl.read_csv(
+        tmp_path / "tables" / "simulated_run_interruptions_by_cause.csv"
+    )
     assert (by_cause["lost_gpu_h"] <= by_cause["lost_gpu_h_upper"]).all()
     again = run_demo(tmp_path)  # starts afresh, same answer
     assert again["loaded"] == 23739
