@@ -50,12 +50,18 @@ def _assumptions(args: argparse.Namespace) -> Any:  # noqa: ANN401 - ReportAssum
     if not 0 < args.confidence < 1:
         msg = f"--confidence must be in (0, 1), e.g. 0.95; found {args.confidence}"
         raise InvalidParameterError(msg)
+    given = {"cost_h": args.cost_h, "restart_h": args.restart_h}
     for flag, value in (("--cost-h", args.cost_h), ("--restart-h", args.restart_h)):
-        if not (math.isfinite(value) and value >= 0):
+        if value is not None and not (math.isfinite(value) and value >= 0):
             msg = f"{flag} must be a number of hours >= 0, e.g. 0.083; found {value}"
             raise InvalidParameterError(msg)
     return ReportAssumptions(
-        confidence=args.confidence, cost_h=args.cost_h, restart_h=args.restart_h
+        confidence=args.confidence,
+        cost_h=DEFAULT_COST_MIN / 60.0 if args.cost_h is None else args.cost_h,
+        restart_h=DEFAULT_RESTART_MIN / 60.0
+        if args.restart_h is None
+        else args.restart_h,
+        given=tuple(k for k, v in given.items() if v is not None),
     )
 
 
@@ -142,16 +148,20 @@ def add_report_verbs(
     p.add_argument(
         "--cost-h",
         type=float,
-        default=DEFAULT_COST_MIN / 60.0,
+        default=None,
         help="time to write one checkpoint, hours, for the per-system and scale "
-        f"checkpoint plans (default: {DEFAULT_COST_MIN:g} min = %(default).4g h)",
+        "checkpoint plans, and instead of the measured save time of checkpointed "
+        f"runs when given (default: {DEFAULT_COST_MIN:g} min = "
+        f"{DEFAULT_COST_MIN / 60:.4g} h; runs: as measured)",
     )
     p.add_argument(
         "--restart-h",
         type=float,
-        default=DEFAULT_RESTART_MIN / 60.0,
-        help="time to restart a job after a failure, hours (default: "
-        f"{DEFAULT_RESTART_MIN:g} min = %(default).4g h)",
+        default=None,
+        help="time to restart a job after a failure, hours, also instead of the "
+        f"measured restart of checkpointed runs when given (default: "
+        f"{DEFAULT_RESTART_MIN:g} min = {DEFAULT_RESTART_MIN / 60:.4g} h; runs: "
+        "as measured)",
     )
     p.add_argument(
         "--images",

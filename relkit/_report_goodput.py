@@ -112,7 +112,13 @@ def _decision(ctx: ReportContext, goodput: Goodput) -> tuple[str, str]:
     title = "Checkpoint interval of the measured runs"
     confidence = ctx.assumptions.confidence
     try:
-        decisions = answers.decide_checkpoints(goodput, confidence=confidence)
+        a = ctx.assumptions
+        decisions = answers.decide_checkpoints(
+            goodput,
+            confidence=confidence,
+            cost_h=a.cost_h if "cost_h" in a.given else None,
+            restart_h=a.restart_h if "restart_h" in a.given else None,
+        )
     except RelkitError as exc:
         ctx.progress(f"warning: no checkpoint decision: {exc}")
         return title, (
