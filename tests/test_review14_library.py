@@ -301,3 +301,22 @@ def test_good_components_do_not_warn() -> None:
             model=[Component(0.7, 10.0, 1)],
             scale=2.5,
         )
+
+
+# --- 6: #16, a CSV given as --kind sacct -------------------------------------
+
+
+def test_lanl_csv_as_sacct_is_named_a_csv_not_fixed_width(tmp_path: Path) -> None:
+    """The bundled LANL CSV (header: System,machine type,nodes,...; its first
+    line) read as sacct was called "fixed-width sacct output" (#16). Expected:
+    a comma-separated table, its first columns, and --kind lanl."""
+    with (
+        Store(tmp_path / "s.duckdb") as store,
+        pytest.raises(IngestError) as err,
+    ):
+        read_path(store, relkit.datasets.path("lanl"), kind="sacct", tz="UTC")
+    text = str(err.value)
+    assert "comma-separated" in text
+    assert "(System, machine type, nodes, ...)" in text
+    assert "--kind lanl" in text
+    assert "fixed-width" not in text

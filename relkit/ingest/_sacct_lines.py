@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 
 from relkit.errors import IngestError
-from relkit.ingest._common import file_format
+from relkit.ingest._common import file_format, looks_like_table
 
 __all__ = [
     "Layout",
@@ -245,6 +245,14 @@ def find_layouts(
     first_names = _header_names(first)
     if first_names is None:
         following = text["line"][1] if text.height > 1 else ""
+        like = looks_like_table(path) if "|" not in first else None
+        if like is not None:  # a CSV (LANL, events) is not fixed-width sacct
+            msg = (
+                f"not `sacct -P` output (no JobID column, no | separators): it "
+                f"looks like {like} "
+                "(--kind sacct reads `sacct -P` dumps)."
+            )
+            raise IngestError(path, msg, line_no=int(first_no))
         if "|" not in first and (
             len(first.split()) > 1 or following.lstrip().startswith("--")
         ):
