@@ -93,7 +93,12 @@ def _cmd_cif(
         confidence=args.confidence,
         window_end=parse_instant(args.window_end, "--window-end"),
     )
-    curves = result.cumulative_incidence.select("failure_mode", *by, *CIF_FIELDS)
+    from relkit._cli_format import with_confidence
+
+    curves = with_confidence(
+        result.cumulative_incidence.select("failure_mode", *by, *CIF_FIELDS),
+        args.confidence,
+    )
     gray = result.gray.select(GRAY_FIELDS)
     if args.format == "json":
         document = {

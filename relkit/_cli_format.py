@@ -25,6 +25,7 @@ __all__ = [
     "probability_text",
     "reading_frame",
     "reading_value",
+    "with_confidence",
 ]
 
 #: Columns holding system, host or unit names: sorted naturally (``gpu2`` before
@@ -230,10 +231,10 @@ def reading_value(value: float, decimals: int | None) -> str:
     """
     if not math.isfinite(value):
         return str(value)
-    if decimals is None:
-        return _exponent_text(value)
     if value == 0:
         return "0"
+    if decimals is None:
+        return _exponent_text(value)
     magnitude = math.floor(math.log10(abs(value)))
     # places for three significant digits: 0.38 -> 0.380, 0.02817 -> 0.0282
     need = 2 - magnitude
@@ -431,3 +432,32 @@ def reading_frame(frame: pl.DataFrame, *, rows: int | None = None) -> pl.DataFra
             column = column.fill_null("")
         columns.append(column)
     return pl.DataFrame(columns)
+
+
+def with_confidence(frame: pl.DataFrame, level: float) -> pl.DataFrame:
+    """Add a ``confidence`` column, the level of the frame's bounds.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        A result with ``lower``/``upper`` (or ``*_lower*``/``*_upper*``)
+        columns.
+    level : float
+        The two-sided confidence level the bounds were computed at (0.95).
+
+    Returns
+    -------
+    polars.DataFrame
+        The frame with ``confidence`` just after its last bound column (at the
+        end if it has none); unchanged if it already has one.
+    """
+    if "confidence" in frame.columns:
+        return frame
+    names = frame.columns
+    bounds = [
+        i for i, n in enumerate(names) if re.search(r"(^|_)(lower|upper)(_|$)", n)
+    ]
+    at = bounds[-1] + 1 if bounds else len(names)
+    return frame.insert_column(
+        at, pl.Series("confidence", [level] * frame.height, pl.Float64)
+    )

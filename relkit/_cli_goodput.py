@@ -201,7 +201,9 @@ def _cmd_checkpoint(
     for row in decisions.iter_rows(named=True):
         for line in row["assumptions"]:
             progress(f"{row['run_id']}: assumed: {line}")
-    shown = decisions.select(DECISION_FIELDS)
+    from relkit._cli_format import with_confidence
+
+    shown = with_confidence(decisions.select(DECISION_FIELDS), args.confidence)
     if args.format == "csv":  # items hold ';' themselves: one per line of the cell
         shown = shown.with_columns(pl.col("assumptions").list.join("\n"))
     emit(shown, args.format)

@@ -113,7 +113,9 @@ def _cmd_hazards(
         window_end=parse_instant(args.window_end, "--window-end"),
     )
     fields = HAZARD_FIELDS + (AFT_FIELDS if result.model == "weibull_aft" else ())
-    rows = result.hazard_ratios.select(fields)
+    from relkit._cli_format import with_confidence
+
+    rows = with_confidence(result.hazard_ratios.select(fields), result.confidence)
     if args.format == "json":
         print(json.dumps(_document(result, rows), indent=2, default=str))
     else:

@@ -256,9 +256,23 @@ def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
     from relkit.scale import MAX_GPUS, node_failure_rate, scale_projection
 
     per_1000 = args.failures_per_1000_node_days is not None
+    given = "--failures-per-1000-node-days" if per_1000 else "--failure-rate"
     if per_1000:  # the same rate per node-day, bounds in the same unit
         args.failure_rate = args.failures_per_1000_node_days / 1000.0
-    if (args.failure_rate is None) == (args.db is None):
+    if args.failure_rate is not None and args.db is not None:
+        msg = (
+            f"{given} and --db conflict: give the rate, or --db to observe it "
+            "from the store, not both"
+        )
+        raise RelkitError(msg)
+    if args.db is not None and args.rate_bounds is not None:
+        msg = (
+            "--rate-bounds is for a given rate; with --db the bounds are "
+            "computed from the store's failures (set their level with "
+            "--confidence): drop --rate-bounds"
+        )
+        raise RelkitError(msg)
+    if args.failure_rate is None and args.db is None:
         msg = (
             "give the node failure rate: --failure-rate R (per node-day, e.g. "
             "0.0065) or --db DB (observed from the store's failures and assets)"
@@ -276,12 +290,22 @@ def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
             except ValueError as exc:
                 msg = f"--rate-bounds {args.rate_bounds!r}: give LOW,HIGH"
                 raise RelkitError(msg) from exc
+            if not lower <= rate <= upper:
+                shown = args.failures_per_1000_node_days if per_1000 else rate
+                unit = "per 1000 node-days" if per_1000 else "per node-day"
+                msg = (
+                    f"--rate-bounds {args.rate_bounds} does not contain {given} "
+                    f"{shown:g}: give LOW <= {shown:g} <= HIGH, both {unit} "
+                    "like the rate"
+                )
+                raise RelkitError(msg)
         source = f"given r_f = {rate:g} per node-day"
     else:
         from relkit.answers import mtbf_by
 
+        tables = _store_tables(args.db)
         row = mtbf_by(
-            **_store_tables(args.db),
+            **tables,
             by=(),
             window_min=args.window_min,
             confidence=args.confidence,
@@ -296,10 +320,22 @@ def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
             observed.lower,
             observed.upper,
         )
+        # what relkit mtbf counts (it folds only when given --window-min)
+        counted = int(mtbf_by(**tables, by=())["n_failures"][0])
+        per_1000_all = 1000.0 * counted / observed.node_days
         source = (
-            f"observed r_f = {observed.per_1000_node_days:.3f} per 1000 node-days "
-            f"({observed.n_failures} failures in {observed.node_days:,.1f} "
-            f"node-days, {row['exposure_basis']})"
+            f"observed r_f = {observed.per_1000_node_days:.3f} per 1000 node-days, "
+            f"bounds at confidence {args.confidence:g} "
+            f"({observed.n_failures:,} failures in {observed.node_days:,.1f} "
+            f"node-days, {row['exposure_basis']}); "
+            + (
+                f"failures within {args.window_min:g} min of each other count "
+                "once, as one job interruption; relkit mtbf, which folds only "
+                f"when given --window-min, counts {counted:,} failures "
+                f"({per_1000_all:.3f} per 1000 node-days)"
+                if args.window_min
+                else "every failure record counted (--window-min 0)"
+            )
         )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RelkitWarning)
@@ -313,7 +349,12 @@ def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
     for w in caught:
         progress(f"warning: {w.message}")
     progress(f"projected MTTF(N) = 24 / (N_nodes * r_f) h from the {source}")
-    emit(out.select(SCALE_FIELDS), args.format)
+    out = out.select(SCALE_FIELDS)
+    if args.db is not None:  # given --rate-bounds have no known level
+        from relkit._cli_format import with_confidence
+
+        out = with_confidence(out, args.confidence)
+    emit(out, args.format)
     return 0
 
 
@@ -473,7 +514,8 @@ def add_job_verbs(
     rate.add_argument(
         "--failures-per-1000-node-days",
         type=float,
-        help="the same rate per 1000 node-days, as `relkit mtbf` prints it, e.g. 6.5",
+        help="the same rate per 1000 node-days, the unit `relkit mtbf` prints, "
+        "e.g. 6.5",
     )
     p.add_argument(
         "--rate-bounds",
@@ -481,9 +523,11 @@ def add_job_verbs(
     )
     p.add_argument(
         "--db",
-        help="take r_f observed in this store instead of --failure-rate "
-        "(default: not given; $RELKIT_DB is not read here, as a store would "
-        "override --failure-rate)",
+        help="take r_f observed in this store instead of --failure-rate: its "
+        "failures folded at --window-min (simultaneous failures, one job "
+        "interruption, count once), so fewer than `relkit mtbf` counts "
+        "without --window-min (default: not given; $RELKIT_DB is not read "
+        "here, as a store would override --failure-rate)",
     )
     p.add_argument(
         "--gpus", required=True, help="job sizes in GPUs, e.g. 1024,16384,131072"
@@ -501,7 +545,9 @@ def add_job_verbs(
         "--window-min",
         type=float,
         default=10.0,
-        help="incident gap window of the store's failures, min (default: 10)",
+        help="with --db: failures of the store within this many minutes of "
+        "each other count once (default: 10; 0 counts every record, as "
+        "`relkit mtbf` does by default)",
     )
     add_format(p)
     p.set_defaults(func=lambda a: _cmd_scale(a, emit, progress))

@@ -42,6 +42,7 @@ def _tables(db: str) -> dict[str, pl.DataFrame]:
 def _cmd_trend(
     args: argparse.Namespace, emit: Emit, progress: Progress, parse: ParseInstant
 ) -> int:
+    from relkit._cli_format import with_confidence
     from relkit.answers import trend_by
 
     result = trend_by(
@@ -59,13 +60,14 @@ def _cmd_trend(
     notes = result["note"].drop_nulls().unique(maintain_order=True).to_list()
     for note in notes[:5]:
         progress(f"note: {note}")
-    emit(result, args.format)
+    emit(with_confidence(result, args.confidence), args.format)
     return 0
 
 
 def _cmd_mcf(
     args: argparse.Namespace, emit: Emit, progress: Progress, parse: ParseInstant
 ) -> int:
+    from relkit._cli_format import with_confidence
     from relkit.answers import mcf_by
     from relkit.errors import RelkitWarning
 
@@ -87,7 +89,7 @@ def _cmd_mcf(
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if result.height == 0:
         progress("note: no failure in any group: the MCF is 0 throughout")
-    emit(result, args.format)
+    emit(with_confidence(result, args.confidence), args.format)
     return 0
 
 

@@ -161,7 +161,11 @@ def add_survival_verbs(
                 if row.get(k) is not None
             }
             progress(f"note: {group or 'all units'}: {row['status']}")
-        emit(result, args.format)
+        from relkit._cli_format import with_confidence
+        from relkit.defaults import DEFAULT_CONFIDENCE
+
+        # survival_by's Weibull shape bounds are at the library's default level
+        emit(with_confidence(result, DEFAULT_CONFIDENCE), args.format)
         return 0
 
     p = verbs.add_parser(

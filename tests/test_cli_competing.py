@@ -38,6 +38,7 @@ def test_cif_json_is_one_document_with_the_issue_fields(
         "cumulative_incidence",
         "lower",
         "upper",
+        "confidence",
         "n_at_risk",
         "n_events",
     ]

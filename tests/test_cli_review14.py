@@ -119,3 +119,111 @@ def test_an_estimate_and_its_bounds_share_places() -> None:
         "0.1000",
         "0.1500",
     ]
+
+
+@pytest.fixture(scope="module")
+def small_fleet(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Two nodes in service 1000 h each; failures (t in h from 2025-01-01):
+    n1 at 100, 300 and 300h+5min; n2 at 500. So 4 failure records; folded at
+    10 min the two n1 failures 5 min apart count once: 3."""
+    where = tmp_path_factory.mktemp("small")
+    (where / "assets.csv").write_text(
+        "host,in_service_ts,out_of_service_ts,gpus,system\n"
+        "n1,2025-01-01T00:00:00Z,2025-02-11T16:00:00Z,8,1\n"
+        "n2,2025-01-01T00:00:00Z,2025-02-11T16:00:00Z,8,2\n"
+    )
+    (where / "events.csv").write_text(
+        "ts,host,failure_mode\n"
+        "2025-01-05T04:00:00Z,n1,hardware/gpu\n"
+        "2025-01-13T12:00:00Z,n1,hardware/gpu\n"
+        "2025-01-13T12:05:00Z,n1,network/nic\n"
+        "2025-01-21T20:00:00Z,n2,hardware/gpu\n"
+    )
+    db = str(where / "small.duckdb")
+    for kind in ("assets", "events"):
+        assert (
+            main(["ingest", "--db", db, "--kind", kind, str(where / f"{kind}.csv")])
+            == 0
+        )
+    return db
+
+
+def test_scale_db_states_level_and_folding(
+    small_fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """scale --db: the bounds' level is a column and in the note; the note says
+    how many failures mtbf counts without folding.
+
+    By hand: 2 nodes x 1000 h = 2000 node-h = 83.333 node-days. Folded at 10 min,
+    3 failures: r_f = 3 / 83.333 = 0.036 per node-day = 36.000 per 1000;
+    mtbf counts 4: 48.000 per 1000. MTTF at 8 GPUs (1 node) = 24 / 0.036 =
+    666.67 h -> 666.7.
+    """
+    code, out, err = run(capsys, "scale", "--db", small_fleet, "--gpus", "8")
+    assert code == 0
+    rows = _table(out)
+    assert rows[0]["confidence"] == "0.95"
+    assert rows[0]["mttf_h"] == "666.7"
+    assert "r_f = 36.000 per 1000 node-days, bounds at confidence 0.95" in err
+    assert "(3 failures in 83.3 node-days" in err
+    assert "counts 4 failures (48.000 per 1000 node-days)" in err
+
+
+def test_bounds_carry_their_level(
+    small_fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """trend, mcf, cif and hazards print the level their bounds were computed
+    at: the --confidence given (0.8 here), in every format."""
+    for verb, extra in (
+        ("trend", []),
+        ("mcf", []),
+        ("cif", []),
+    ):
+        code, out, _ = run(
+            capsys, verb, "--db", small_fleet, "--confidence", "0.8", *extra
+        )
+        assert code == 0, verb
+        assert {r["confidence"] for r in _table(out)} == {"0.8"}, verb
+        code, out, _ = run(
+            capsys, verb, "--db", small_fleet, "--confidence", "0.8", "--format", "csv"
+        )
+        assert out.splitlines()[0].split(",").count("confidence") == 1
+
+
+def test_scale_refuses_conflicting_rate_options(
+    small_fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--db with a given rate conflict; --db with --rate-bounds is refused; bounds
+    not containing the rate are said in the option's own unit (6.5 per 1000
+    node-days, not 0.0065)."""
+    code, _, err = run(
+        capsys,
+        "scale",
+        "--db",
+        small_fleet,
+        "--failures-per-1000-node-days",
+        "6.5",
+        "--gpus",
+        "8",
+    )
+    assert code != 0
+    assert "--failures-per-1000-node-days and --db conflict" in err
+    code, _, err = run(
+        capsys, "scale", "--db", small_fleet, "--rate-bounds", "1,2", "--gpus", "8"
+    )
+    assert code != 0
+    assert "drop --rate-bounds" in err
+    code, _, err = run(
+        capsys,
+        "scale",
+        "--failures-per-1000-node-days",
+        "6.5",
+        "--rate-bounds",
+        "0.005,0.008",
+        "--gpus",
+        "8",
+    )
+    assert code != 0
+    assert "--failures-per-1000-node-days 6.5" in err
+    assert "per 1000 node-days" in err
+    assert err.count("\n") == 1
