@@ -247,8 +247,8 @@ def decide_checkpoints(
     the failure to the next attempt's start, w the median blocking save.
     With at least :data:`MIN_FAILURES_FOR_WEIBULL` interruptions a Weibull is
     fitted to the attempts' times to interruption (planned stops and the open
-    end censored); when its shape's :data:`WEIBULL_TEST_CONFIDENCE` interval
-    excludes 1 the interval is that model's renewal-reward maximiser
+    end censored); when its shape's ``confidence`` interval excludes 1 the
+    interval is that model's renewal-reward maximiser
     (:func:`relkit.checkpoint.renewal_optimum`), each attempt renewing it.
     """
     runs = goodput.runs
@@ -306,7 +306,7 @@ def decide_checkpoints(
             target = gpus
         model, model_note = (None, "no interruption: nothing to fit")
         if n_fail:
-            model, model_note = _weibull_model(mine)
+            model, model_note = _weibull_model(mine, confidence)
         shape = scale_h = None
         if model is not None:
             shape = model[0][0]

@@ -195,3 +195,32 @@ def test_report_cost_h_reaches_the_measured_run(tmp_path):
     store.close()
     assert got["cost_h"][0] == 0.01
     assert abs(got["interval_h"][0] - want["interval_h"][0]) < 1e-12
+
+
+def test_confidence_reaches_the_weibull_shape_test(tmp_path):
+    """--confidence 0.9: the simulated run's Weibull-shape assumption is stated
+    at 90 % (it said 95 % whatever the level), and its 90 % interval lies
+    inside the 95 % one (a narrower two-sided level, same fit)."""
+    import re
+
+    from report_stores import synthetic_store
+
+    from relkit import answers
+    from relkit.store import Store
+
+    db = synthetic_store(tmp_path / "s.duckdb")
+    with Store(db, read_only=True) as store:
+        goodput = answers.run_goodput(
+            store.table("checkpoints"), store.table("jobs"), store.table("job_nodes")
+        )
+    texts = {}
+    for level in (0.9, 0.95):
+        row = answers.decide_checkpoints(goodput, confidence=level).row(0, named=True)
+        texts[level] = next(t for t in row["assumptions"] if "Weibull shape of" in t)
+    assert "at 90%" in texts[0.9]
+    assert "at 95%" in texts[0.95]
+    pattern = r"\[([\d.]+), ([\d.]+)\]"
+    low90, high90 = map(float, re.search(pattern, texts[0.9]).groups())
+    low95, high95 = map(float, re.search(pattern, texts[0.95]).groups())
+    assert low95 < low90
+    assert high90 < high95
