@@ -18,7 +18,7 @@ from relkit.errors import RelkitError, RelkitWarning
 from relkit.published import PUBLISHED_ETTR_POINTS, published_mttf_points
 from relkit.scale import job_mttf_by_size, node_failure_rate, scale_projection
 
-__all__ = ["SCALE_GPUS", "scale_sections"]
+__all__ = ["SCALE_GPUS", "ettr_sweep", "scale_sections"]
 
 #: Job sizes of the section, GPUs: 1,024 to 131,072 (powers of two).
 SCALE_GPUS = tuple(2**k for k in range(10, 18))
@@ -59,11 +59,36 @@ def _hours(value: float | None) -> str:
     return f"{value:#.3g} h" if value >= 1 else f"{value * 60:#.3g} min"
 
 
-def _ettr_sweep(
-    ctx: ReportContext, rate: float, lower: float, upper: float, gpus_per_node: int
+def ettr_sweep(
+    rate: float,
+    lower: float,
+    upper: float,
+    *,
+    cost_h: float,
+    restart_h: float,
+    gpus_per_node: int,
 ) -> pl.DataFrame:
-    """Tabulate the ETTR at the optimal interval per size, rate and bounds."""
-    a = ctx.assumptions
+    """Tabulate the ETTR at the optimal interval per job size, rate and bounds.
+
+    Parameters
+    ----------
+    rate, lower, upper : float
+        Failures per node-day and its bounds.
+    cost_h, restart_h : float
+        Checkpoint write and restart, hours.
+    gpus_per_node : int
+        GPUs per node.
+
+    Returns
+    -------
+    polars.DataFrame
+        ``gpus, interval_h, expected_ettr_lower, expected_ettr,
+        expected_ettr_upper, first_order_load`` from
+        :func:`relkit.checkpoint.whatif` (Kokolis et al. 2025,
+        arXiv:2410.21680) per size of :data:`SCALE_GPUS`. Where the
+        first-order load reaches 1 no interval works: ``interval_h`` and the
+        ETTR are null, not 0.
+    """
     out = None
     for name, r in (
         ("expected_ettr", rate),
@@ -73,8 +98,8 @@ def _ettr_sweep(
         table = checkpoint.whatif(
             gpus=list(SCALE_GPUS),
             failures_per_node_day=r,
-            restart_h=a.restart_h,
-            cost_h=a.cost_h,
+            restart_h=restart_h,
+            cost_h=cost_h,
             gpus_per_node=gpus_per_node,
         )
         if out is None:
@@ -89,6 +114,16 @@ def _ettr_sweep(
                 table.select("gpus", pl.col("expected_ettr").alias(name)), on="gpus"
             )
     assert out is not None
+    # no interval works where the first-order load reaches 1 (a failure is
+    # expected before a checkpoint and restart complete): null, not 0
+    works = (pl.col("first_order_load") < 1) & (pl.col("expected_ettr") > 0)
+    out = out.with_columns(
+        interval_h=pl.when(works).then("interval_h"),
+        **{
+            c: pl.when(pl.col(c) > 0).then(c)
+            for c in ("expected_ettr", "expected_ettr_lower", "expected_ettr_upper")
+        },
+    )
     return out.select(
         "gpus",
         "interval_h",
@@ -159,7 +194,14 @@ def _section(ctx: ReportContext) -> Sections:
         rate_lower=lo,
         rate_upper=hi,
     )
-    sweep = _ettr_sweep(ctx, r, lo, hi, gpus_per_node)
+    sweep = ettr_sweep(
+        r,
+        lo,
+        hi,
+        cost_h=a.cost_h,
+        restart_h=a.restart_h,
+        gpus_per_node=gpus_per_node,
+    )
     table = projection.join(sweep, on="gpus").drop("basis")
     ctx.tables["scale_projection"] = table
     per_gpu = r / gpus_per_node
@@ -237,6 +279,14 @@ def _section(ctx: ReportContext) -> Sections:
         )
         + _html.table_html(table)
     )
+    hopeless = table.filter(pl.col("interval_h").is_null())
+    if hopeless.height:
+        parts.append(
+            f"<p>From {int(hopeless['gpus'].min()):,} GPUs no checkpoint interval "
+            "works: the first-order load λ(u0 + Δt/2) reaches 1, a failure is "
+            "expected before a checkpoint and a restart complete, so the "
+            "interval and the ETTR are left empty (not 0).</p>"
+        )
     if overloaded.height:
         parts.append(
             f"<p>From {int(overloaded['gpus'].min()):,} GPUs the first-order "

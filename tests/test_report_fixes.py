@@ -224,3 +224,29 @@ def test_confidence_reaches_the_weibull_shape_test(tmp_path):
     low95, high95 = map(float, re.search(pattern, texts[0.95]).groups())
     assert low95 < low90
     assert high90 < high95
+
+
+def test_scale_sweep_leaves_hopeless_sizes_empty():
+    """0.5 failures per node-day, 8 GPUs per node: at 65,536 GPUs (8,192
+    nodes) λ = 8192 × 0.5 / 24 = 170.7 per hour, and the first-order load
+    λ(u0 + Δt/2) with u0 = 10 min is already 28 > 1: no interval works, so
+    interval_h and ETTR are null (they were 0). At 1,024 GPUs (load 0.61 < 1)
+    the values are checkpoint.whatif's, computed here."""
+    from relkit import checkpoint
+    from relkit._report_scale import ettr_sweep
+
+    sweep = ettr_sweep(0.5, 0.4, 0.6, cost_h=1 / 12, restart_h=1 / 6, gpus_per_node=8)
+    big = sweep.filter(pl.col("gpus") == 65_536).row(0, named=True)
+    assert big["interval_h"] is None
+    assert big["expected_ettr"] is None
+    assert big["first_order_load"] > 1
+    want = checkpoint.whatif(
+        gpus=[1024],
+        failures_per_node_day=0.5,
+        restart_h=1 / 6,
+        cost_h=1 / 12,
+        gpus_per_node=8,
+    ).row(0, named=True)
+    small = sweep.filter(pl.col("gpus") == 1024).row(0, named=True)
+    assert small["interval_h"] == want["interval_h"]
+    assert small["expected_ettr"] == want["expected_ettr"]
