@@ -13,6 +13,9 @@ __all__ = ["format_value", "html_table"]
 def format_value(value: object) -> str:
     """Format one value for reading: floats to 4 significant digits, ints with commas.
 
+    Floats of 10,000 or more are written whole with commas (333,333, not
+    3.333e+05); below 0.001, in scientific notation.
+
     Parameters
     ----------
     value : object
@@ -27,6 +30,8 @@ def format_value(value: object) -> str:
     --------
     >>> format_value(2140.0), format_value(12345), format_value(None)
     ('2,140', '12,345', '—')
+    >>> format_value(1e6 / 3), format_value(2.5e-5)
+    ('333,333', '2.5e-05')
     """
     if value is None:
         return "—"
@@ -37,6 +42,8 @@ def format_value(value: object) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             return str(value)
+        if 1e4 <= abs(value) < 1e15:  # .4g would write 333,333 as 3.333e+05
+            return f"{value:,.0f}"
         return f"{value:,.4g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.4g}"
     return str(value)
 

@@ -14,14 +14,16 @@ import duckdb
 import polars as pl
 import pytest
 
+import relkit
 import relkit.datasets
-from relkit import answers, repairable
+from relkit import answers, observation, repairable
 from relkit.checkpoint import (
     Component,
     checkpoint_decision,
     renewal_ettr,
     renewal_optimum,
 )
+from relkit.display import format_value
 from relkit.errors import (
     IngestError,
     InvalidParameterError,
@@ -30,6 +32,8 @@ from relkit.errors import (
     SchemaError,
 )
 from relkit.ingest import read_path
+from relkit.jobs import JobInterruptions
+from relkit.simulate import simulate_cluster, simulation_preset
 from relkit.store import Store, locked_store_message
 
 
@@ -320,3 +324,61 @@ def test_lanl_csv_as_sacct_is_named_a_csv_not_fixed_width(tmp_path: Path) -> Non
     assert "(System, machine type, nodes, ...)" in text
     assert "--kind lanl" in text
     assert "fixed-width" not in text
+
+
+# --- 7: #23, readable HTML and named results ---------------------------------
+
+
+def test_mtbf_bounds_html_writes_hours_whole_with_commas() -> None:
+    """mtbf_bounds(3, exposure_h=1e6): MTBF = 1e6 / 3 = 333,333.3 h (hand), shown
+    as 333,333 (was 3.333e+05); the chi-square bounds come from scipy."""
+    from scipy import stats
+
+    html = relkit.mtbf_bounds(3, exposure_h=1e6)._repr_html_()
+    assert "<td>333,333</td>" in html
+    lower = 2e6 / stats.chi2.ppf(0.975, 8)  # time-terminated: 2T / chi2(2n+2)
+    assert f"<td>{lower:,.0f}</td>" in html
+    assert "e+0" not in html
+    assert format_value(2140.0) == "2,140"
+    assert format_value(2.5e-5) == "2.5e-05"
+
+
+def test_job_interruptions_html_counts() -> None:
+    """Three attempts of two jobs, one interruption (hand counts)."""
+    ji = JobInterruptions(
+        pl.DataFrame({"job_id": ["1", "1", "2"], "attempt": [1, 2, 1]}),
+        pl.DataFrame({"job_id": ["1"], "attempt": [1]}),
+    )
+    html = ji._repr_html_()
+    for field, value in (("jobs", 2), ("attempts", 3), ("interruptions", 1)):
+        assert f"{field}</th><td>{value}</td>" in html
+
+
+def test_observation_html_and_named_tuples_on_lanl(lanl_tables) -> None:
+    """On LANL: Observation shows its counts; place_failures and
+    to_service_clock return named tuples. Placing the kept failures again keeps
+    them all (excluded empty); the clock moves kept + prior failures."""
+    events, assets = lanl_tables
+    obs = observation.observe(events, assets)
+    html = obs._repr_html_()
+    assert f"failures kept</th><td>{obs.failures.height:,}</td>" in html
+    assert f"service windows</th><td>{obs.windows.height:,}</td>" in html
+    placed = observation.place_failures(obs.failures, obs.windows)
+    assert isinstance(placed, observation.PlacedFailures)
+    assert placed.kept.height == obs.failures.height
+    assert placed.excluded.height == 0
+    clock = observation.to_service_clock(obs.windows, obs.failures, obs.prior_failures)
+    assert isinstance(clock, observation.ServiceClock)
+    units, moved = clock  # still unpacks
+    assert moved.height == obs.failures.height + obs.prior_failures.height
+    assert units is clock.units
+
+
+def test_simulation_html_counts() -> None:
+    """A 2-day, 16-node rsc1 run: the summary's counts are the frames' heights."""
+    cfg = simulation_preset("rsc1", nodes=16, days=2)
+    sim = simulate_cluster(cfg, seed=3)
+    html = sim._repr_html_()
+    assert "nodes</th><td>16</td>" in html
+    assert f"incidents</th><td>{sim.incidents.height:,}</td>" in html
+    assert f"jobs</th><td>{sim.jobs.height:,}</td>" in html

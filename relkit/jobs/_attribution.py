@@ -461,6 +461,24 @@ class JobInterruptions(NamedTuple):
     attempts: pl.DataFrame
     interruptions: pl.DataFrame
 
+    def _repr_html_(self) -> str:
+        """Return a small HTML summary for Jupyter (counts, not the frames)."""
+        from relkit.display import html_table
+
+        jobs = (
+            self.attempts["job_id"].n_unique()
+            if "job_id" in self.attempts.columns
+            else None
+        )
+        return html_table(
+            "Job attempts and their interruptions",
+            {
+                "jobs": jobs,
+                "attempts": self.attempts.height,
+                "interruptions": self.interruptions.height,
+            },
+        )
+
 
 def job_interruptions(
     jobs: pl.DataFrame,

@@ -61,7 +61,7 @@ from relkit.observation._base import (
     as_utc,
     fmt_ts,
 )
-from relkit.observation._clock import to_service_clock
+from relkit.observation._clock import ServiceClock, to_service_clock
 from relkit.observation._exposure import (
     build_exposure,
     exposure_by,
@@ -70,6 +70,7 @@ from relkit.observation._exposure import (
 )
 from relkit.observation._failures import (
     LOG_WINDOW_MIN,
+    PlacedFailures,
     failure_records,
     no_wall_time_message,
     node_failures,
@@ -98,6 +99,8 @@ __all__ = [
     "MIN_EXPOSURE_H",
     "UNASSIGNED",
     "Observation",
+    "PlacedFailures",
+    "ServiceClock",
     "build_exposure",
     "collection_times",
     "exposure_by",
@@ -180,6 +183,35 @@ class Observation:
     prior_failures: pl.DataFrame
     notes: tuple[str, ...] = ()
     window_min: float | None = None
+
+    def _repr_html_(self) -> str:
+        """Return a small HTML summary for Jupyter (counts, not the frames)."""
+        from relkit.display import html_table
+
+        exposure_h = (
+            float(self.windows["exposure_h"].sum())
+            if "exposure_h" in self.windows.columns
+            else None
+        )
+        hosts = "host" if "host" in self.windows.columns else None
+        return html_table(
+            "Observation (what was at risk, and when)",
+            {
+                "failures kept": self.failures.height,
+                "failures excluded": self.excluded.height,
+                "failures before observation": self.prior_failures.height,
+                "events without wall time": self.n_no_wall_time,
+                "units": self.windows[hosts].n_unique() if hosts else None,
+                "service windows": self.windows.height,
+                "exposure_h": exposure_h,
+                "exposure basis": self.exposure_basis,
+                "observed until": (
+                    self.observed_until.isoformat() if self.observed_until else None
+                ),
+                "attributes": ", ".join(self.attributes) or None,
+                "notes": "; ".join(self.notes) or None,
+            },
+        )
 
     def exposure(
         self,

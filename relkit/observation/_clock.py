@@ -1,6 +1,7 @@
 """A node's in-service clock: age without the gaps between windows (private)."""
 
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 import polars as pl
 
@@ -9,9 +10,24 @@ from relkit.observation._base import US_PER_H, hours_between, lit_ts
 CLOCK_ZERO = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+class ServiceClock(NamedTuple):
+    """What :func:`to_service_clock` returns; unpacks as ``units, failures``.
+
+    Parameters
+    ----------
+    units : pl.DataFrame
+        One assets-shaped row per node on its in-service clock.
+    failures : pl.DataFrame
+        The failures on that clock (``prior`` true for the prior ones).
+    """
+
+    units: pl.DataFrame
+    failures: pl.DataFrame
+
+
 def to_service_clock(
     windows: pl.DataFrame, failures: pl.DataFrame, prior: pl.DataFrame
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+) -> ServiceClock:
     r"""Move each node's windows and failures onto its in-service clock.
 
     Parameters
@@ -27,9 +43,10 @@ def to_service_clock(
 
     Returns
     -------
-    tuple of pl.DataFrame
-        ``(units, failures)``: one assets-shaped row per node and the failures
-        (with ``prior`` true for the prior ones), their instants replaced by
+    ServiceClock
+        Named tuple ``(units, failures)``: one assets-shaped row per node
+        and the failures (with ``prior`` true for the prior ones), their
+        instants replaced by
         ``1970-01-01T00:00Z`` plus the node's hours in service until then. A
         gap between two windows is neither age nor exposure, so differences of
         these instants are times in service. ``in_service_ts`` is the clock's
@@ -134,4 +151,4 @@ def to_service_clock(
         .with_columns(ts=clock(pl.col("_clock")))
         .drop("_fid", "_clock")
     )
-    return units, moved
+    return ServiceClock(units, moved)

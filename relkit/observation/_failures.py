@@ -2,6 +2,7 @@
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import NamedTuple
 
 import polars as pl
 
@@ -373,13 +374,28 @@ def system_incidents(
     )
 
 
+class PlacedFailures(NamedTuple):
+    """What :func:`place_failures` returns; unpacks as ``kept, excluded``.
+
+    Parameters
+    ----------
+    kept : pl.DataFrame
+        Failures inside a service window of their unit.
+    excluded : pl.DataFrame
+        The others, with ``reason``.
+    """
+
+    kept: pl.DataFrame
+    excluded: pl.DataFrame
+
+
 def place_failures(
     failures: pl.DataFrame,
     windows: pl.DataFrame,
     *,
     window_start: datetime | None = None,
     window_end: datetime | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+) -> PlacedFailures:
     """Keep failures inside a window of their unit; exclude the rest, with reasons.
 
     Parameters
@@ -397,9 +413,10 @@ def place_failures(
 
     Returns
     -------
-    tuple of pl.DataFrame
-        ``(kept, excluded)``. ``excluded`` has ``source_id, line_no, ts, host,
-        device, failure_mode, reason``: ``"host not in the assets table"``,
+    PlacedFailures
+        Named tuple ``(kept, excluded)``. ``excluded`` has ``source_id,
+        line_no, ts, host, device, failure_mode, reason``: ``"host not in
+        the assets table"``,
         ``"before the unit entered service"``, ``"before tracking began"``,
         ``"between two service windows"`` or ``"after the unit left
         service"``, each with the unit's dates.
@@ -450,7 +467,7 @@ def place_failures(
     out = timed.filter(~pl.col("_fid").is_in(inside.implode()))
     if out.height == 0:
         empty = out.drop("_fid").head(0).with_columns(reason=pl.lit(None, pl.String))
-        return kept.drop("_fid"), empty
+        return PlacedFailures(kept.drop("_fid"), empty)
     known = pairs.group_by("_fid").agg(
         _first_in=pl.col("_in").min(),
         _first_from=pl.col("_from").min(),
@@ -495,7 +512,7 @@ def place_failures(
     excluded = out.with_columns(reason=reason).drop(
         "_fid", "_first_in", "_first_from", "_last_to", "_removed", "_n"
     )
-    return kept.drop("_fid"), excluded
+    return PlacedFailures(kept.drop("_fid"), excluded)
 
 
 def window_attributes(

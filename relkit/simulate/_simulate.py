@@ -197,6 +197,28 @@ class Simulation:
         schema = POLARS_SCHEMAS["events"]
         return out.select(schema.names()).cast(dict(schema)).sort("ts", "source_id")
 
+    def _repr_html_(self) -> str:
+        """Return a small HTML summary for Jupyter (sizes, not the frames)."""
+        from relkit.display import html_table
+
+        cfg = self.config
+        return html_table(
+            f"Simulation {cfg.name!r}, seed {self.seed}",
+            {
+                "nodes": cfg.nodes,
+                "gpus_per_node": cfg.gpus_per_node,
+                "days": cfg.days,
+                "start": cfg.start.isoformat(),
+                "failure processes": self.processes.height,
+                "incidents": self.incidents.height,
+                "interruptions": self.interruptions.height,
+                "jobs": self.jobs.height,
+                "runs": self.runs.height,
+                "checkpoints": self.checkpoints.height,
+                "log lines": self.lines.height,
+            },
+        )
+
     @property
     def assets_table(self) -> pl.DataFrame:
         """The assets as the store holds them after ``--kind assets``.
