@@ -23,6 +23,7 @@ __all__ = [
     "natural_key",
     "natural_order",
     "probability_text",
+    "rate_unit_warning",
     "reading_frame",
     "reading_value",
     "with_confidence",
@@ -460,4 +461,54 @@ def with_confidence(frame: pl.DataFrame, level: float) -> pl.DataFrame:
     at = bounds[-1] + 1 if bounds else len(names)
     return frame.insert_column(
         at, pl.Series("confidence", [level] * frame.height, pl.Float64)
+    )
+
+
+#: Below this many failures per 1000 node-days (an MTBF above 55 years per
+#: node) a rate given per 1000 node-days was most likely meant per node-day.
+LOW_PER_1000_RATE = 0.05
+
+
+def rate_unit_warning(
+    rates_per_node_day: list[float] | None, *, per_1000: bool
+) -> str | None:
+    """Say when a node failure rate looks given in the other unit.
+
+    Parameters
+    ----------
+    rates_per_node_day : list of float or None
+        The rates given, converted to failures per node-day.
+    per_1000 : bool
+        True where they were given with ``--failures-per-1000-node-days``.
+
+    Returns
+    -------
+    str or None
+        A warning line: above 1 failure per node-day (per node-day option,
+        most likely a per-1000 value) or below :data:`LOW_PER_1000_RATE` per
+        1000 node-days (per-1000 option, most likely a per-node-day value);
+        None where the rates look right. Kokolis et al. (2024,
+        arXiv:2410.21680) report 6.50 per 1000 node-days.
+    """
+    if not rates_per_node_day:
+        return None
+    if per_1000:
+        low = min(rates_per_node_day) * 1000.0
+        if low <= 0 or low >= LOW_PER_1000_RATE:
+            return None
+        years = 1000.0 / low / 365.25
+        return (
+            f"warning: --failures-per-1000-node-days {low:g} is an MTBF of "
+            f"{years:,.0f} years per node; it looks like a per-node-day rate. "
+            "Kokolis et al.'s 6.50 per 1000 node-days is "
+            "--failures-per-1000-node-days 6.5 (or --failure-rate 0.0065)."
+        )
+    high = max(rates_per_node_day)
+    if high <= 1.0:
+        return None
+    return (
+        f"warning: --failure-rate {high:g} is per node-day: more than one "
+        "failure per node per day; it looks like a per-1000-node-days rate. "
+        "Kokolis et al.'s 6.50 is per 1000 node-days, i.e. --failure-rate 0.0065 "
+        "or --failures-per-1000-node-days 6.5."
     )

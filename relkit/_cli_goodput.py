@@ -241,13 +241,13 @@ def _say_validity(table: pl.DataFrame, progress: Progress) -> None:
         )
 
 
-def _say_rate_units(rates: list[float] | None, progress: Progress) -> None:
-    if rates and max(rates) > 1.0:
-        progress(
-            f"warning: --failure-rate {max(rates):g} is per node-day: more than one "
-            "failure per node per day. Kokolis et al.'s 6.50 is per 1000 "
-            "node-days, i.e. --failure-rate 0.0065."
-        )
+def _say_rate_units(
+    rates: list[float] | None, progress: Progress, *, per_1000: bool = False
+) -> None:
+    from relkit._cli_format import rate_unit_warning
+
+    if (line := rate_unit_warning(rates, per_1000=per_1000)) is not None:
+        progress(line)
 
 
 def _cmd_whatif(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
@@ -267,7 +267,7 @@ def _cmd_whatif(args: argparse.Namespace, emit: Emit, progress: Progress) -> int
         "cost-h": _numbers(args.cost_h, "--cost-h"),
     }
     interval = _numbers(args.interval_h, "--interval-h")
-    _say_rate_units(values["failure-rate"], progress)
+    _say_rate_units(values["failure-rate"], progress, per_1000=per_1000 is not None)
     if args.solve is None:
         if args.target_ettr is not None:
             msg = "--target-ettr needs --solve failure-rate|restart-h|cost-h"

@@ -272,6 +272,12 @@ def _cmd_scale(args: argparse.Namespace, emit: Emit, progress: Progress) -> int:
             "--confidence): drop --rate-bounds"
         )
         raise RelkitError(msg)
+    if per_1000:  # (the library warns of a per-node-day rate above 1)
+        from relkit._cli_format import rate_unit_warning
+
+        line = rate_unit_warning([args.failure_rate], per_1000=per_1000)
+        if line is not None:
+            progress(line)
     if args.failure_rate is None and args.db is None:
         msg = (
             "give the node failure rate: --failure-rate R (per node-day, e.g. "

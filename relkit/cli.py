@@ -568,6 +568,25 @@ def _cmd_events(args: argparse.Namespace) -> int:
     with Store(args.db, read_only=True) as store:
         events = store.table("events")
         modes = store.table("failure_modes")
+    if args.failure_mode is not None:
+        known = events["failure_mode"].drop_nulls().unique().to_list()
+        if args.failure_mode not in known:
+            import difflib
+
+            near = difflib.get_close_matches(args.failure_mode, known, n=3)
+            listed = sorted(near or known)
+            msg = (
+                f"--failure-mode {args.failure_mode}: no event of that mode in "
+                f"{args.db}; "
+                + (
+                    "none has a mode (no events)"
+                    if not known
+                    else ("did you mean " if near else "its modes are ")
+                    + ", ".join(listed[:12])
+                    + (f", ... ({len(known)} modes in all)" if len(listed) > 12 else "")
+                )
+            )
+            raise RelkitError(msg)
     listed = event_table(events, failure_mode=args.failure_mode)
     # the readers' flags per row, and the category of modes a file declared
     flags = events.group_by("source_id", "line_no").agg(
@@ -669,6 +688,14 @@ def _cmd_ettr(args: argparse.Namespace) -> int:
             f"--gpus-per-node {args.gpus_per_node}"
         )
         raise InvalidParameterError(msg)
+    from relkit._cli_format import rate_unit_warning
+
+    # the other way round (above 1 per node-day) ettr_model warns itself
+    per_1000 = args.failures_per_1000_node_days is not None
+    rate = args.failures_per_1000_node_days / 1000.0 if per_1000 else None
+    line = rate_unit_warning(None if rate is None else [rate], per_1000=True)
+    if line is not None:
+        _progress(line)
     result = ettr_model(
         n_nodes=args.gpus // args.gpus_per_node,
         failures_per_node_day=args.failure_rate,

@@ -227,3 +227,58 @@ def test_scale_refuses_conflicting_rate_options(
     assert "--failures-per-1000-node-days 6.5" in err
     assert "per 1000 node-days" in err
     assert err.count("\n") == 1
+
+
+def test_events_unknown_mode_is_an_error(
+    small_fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unknown --failure-mode exits 1 and names the store's modes (the small
+    fleet's events have exactly hardware/gpu and network/nic); a known one
+    lists its events (3 hardware/gpu rows)."""
+    code, out, err = run(
+        capsys, "events", "--db", small_fleet, "--failure-mode", "bogus/mode"
+    )
+    assert code == 1
+    assert out == ""
+    assert "its modes are hardware/gpu, network/nic" in err
+    code, out, err = run(
+        capsys, "events", "--db", small_fleet, "--failure-mode", "hardware/gpus"
+    )
+    assert code == 1
+    assert "did you mean hardware/gpu" in err
+    code, out, _ = run(
+        capsys, "events", "--db", small_fleet, "--failure-mode", "hardware/gpu"
+    )
+    assert code == 0
+    assert len(_table(out)) == 3
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["scale", "--gpus", "16384"],
+        ["whatif", "--gpus", "16384", "--restart-h", "0.5", "--cost-h", "0.05"],
+        [
+            "ettr",
+            "--gpus",
+            "16384",
+            "--restart-h",
+            "0.5",
+            "--interval-h",
+            "1",
+            "--cost-h",
+            "0.05",
+        ],
+    ],
+)
+def test_a_per_node_day_rate_in_the_per_1000_option_is_warned(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0.0065 given per 1000 node-days is an MTBF of 1000 / 0.0065 = 153,846
+    node-days = 421 years (/ 365.25): warned as a per-node-day rate; 6.5 per
+    1000 node-days (Kokolis et al.'s value) is not warned."""
+    code, _, err = run(capsys, *argv, "--failures-per-1000-node-days", "0.0065")
+    assert code == 0
+    assert "is an MTBF of 421 years per node; it looks like a per-node-day rate" in err
+    code, _, err = run(capsys, *argv, "--failures-per-1000-node-days", "6.5")
+    assert "looks like a per-node-day rate" not in err
