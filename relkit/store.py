@@ -267,9 +267,10 @@ def locked_store_message(text: str, path: str | Path, *, writing: bool) -> str |
         who = f" (PID {found.group(2)}, {program})"
     if writing:
         return (
-            f"the store {path} is open in another process{who}; writing to it "
-            "needs it closed there (store.close()); to only read, open it with "
-            "Store(path, read_only=True) in both"
+            f"the store {path} is open in another process{who}; relkit ingest "
+            "writes to it (as does Store(path) without read_only=True), so close "
+            "it there (store.close()) and run this again; to only read, open it "
+            "read-only in both"
         )
     return (
         f"the store {path} is open for writing in another process{who}; close it "
