@@ -20,10 +20,12 @@ from relkit.answers import STORE_TABLES
 from relkit.errors import RelkitError, RelkitWarning
 from relkit.observation import Observation
 
-__all__ = ["MIN_FAILURES", "survival_sections"]
+__all__ = ["MIN_FAILURES", "MIN_FIT_FAILURES", "survival_sections"]
 
 #: Fewer failures than this leave the survival sections out, with the reason.
 MIN_FAILURES = 3
+#: Fewest failures of one group for its lifetime model to be shown and drawn.
+MIN_FIT_FAILURES = 5
 
 #: More failure modes than this are grouped by their root cause.
 _MAX_MODES = 20
@@ -82,6 +84,25 @@ def _per_mode(
     fits = answers.survival_by(**st, by=[col], unit="node", all_models=True)
     tables["survival_by_mode_all_models"] = fits
     best = fits.filter(pl.col("rank") == 1)
+    few = (
+        fits.group_by(col)
+        .agg(pl.col("n_failures").max())
+        .filter(pl.col("n_failures").fill_null(0) < MIN_FIT_FAILURES)
+    )
+    best = best.join(few, on=col, how="anti")
+    few_said = (
+        f"<p>{few.height:,} group(s) with fewer than {MIN_FIT_FAILURES} failures "
+        "are neither shown nor drawn: a lifetime model fitted to so few gaps "
+        "says nothing (their rows are in "
+        "tables/survival_by_mode_all_models.csv).</p>"
+        if few.height
+        else ""
+    )
+    if not best.height:
+        return (
+            f"<p>No {col.replace('_', ' ')} has {MIN_FIT_FAILURES} failures or "
+            "more: no lifetime model is shown.</p>" + few_said
+        )
     drawn = best.sort("n_failures", descending=True).head(_MAX_DRAWN)[col].to_list()
     table = answers.survival_table(**st, by=[col], unit="node")
     n_points = max(min(80, _CHART_POINTS // max(len(drawn), 1)), 2)
@@ -123,6 +144,7 @@ def _per_mode(
         f"groups with the most failures. {no_fit} group(s) have no "
         "model with an interior maximum (all rows in "
         "tables/survival_by_mode_all_models.csv).</p>"
+        + few_said
         + _html.table_html(shown)
         + chart(
             charts.hazard_chart(
@@ -296,9 +318,15 @@ def _trend(
 ) -> str:
     by = _systems(obs)
     progress("trend tests and Crow-AMSAA per " + (by[0] if by else "fleet"))
-    trends = answers.trend_by(**st, by=by)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RelkitWarning)
+        trends = answers.trend_by(**st, by=by)
+        mcf = answers.mcf_by(**st, by=by)
+    trend_notes = list(dict.fromkeys(str(w.message) for w in caught))
+    for message in trend_notes:
+        progress(f"note: trend tests: {message}")
+    trends = _html.natural_sort(trends, by[0]) if by else trends
     tables["trend"] = trends
-    mcf = answers.mcf_by(**st, by=by)
     tables["mean_cumulative_function"] = mcf
     if by:
         top = (
@@ -330,6 +358,20 @@ def _trend(
     progress("MTBF per quarter")
     quarters = answers.mtbf_by_period(**st, period="quarter")
     tables["mtbf_by_quarter"] = quarters
+    quarter_html = (
+        "<p>MTBF per calendar quarter (UTC; all quarters in "
+        "tables/mtbf_by_quarter.csv):</p>" + _html.table_html(quarters.tail(8))
+    )
+    tested = shown.filter(pl.col("laplace_direction").is_not_null())
+    if not tested.height:
+        return (
+            "<p>No trend test could be computed (too few failures per unit "
+            "clock; notes below).</p>"
+            + "".join(
+                f"<p>Note (trend tests): {html.escape(n)}</p>" for n in trend_notes
+            )
+            + quarter_html
+        )
     return (
         "<p>A node is repaired and returns: its failures are a point process on "
         "its in-service clock. The Laplace and MIL-HDBK-189 tests ask whether "
@@ -337,6 +379,11 @@ def _trend(
         "falls (improving) and above 1 when it rises (deteriorating). The "
         "current MTBF is the power law's at the end of the data.</p>"
         + _html.table_html(shown)
+        + "".join(
+            f"<p>Note on the trend tests and the mean cumulative failures (the "
+            f"MTBF per quarter below counts every failure): {html.escape(n)}</p>"
+            for n in trend_notes
+        )
         + chart(
             charts.mcf_chart(
                 mcf,
@@ -345,8 +392,7 @@ def _trend(
             ),
             "mcf",
         )
-        + "<p>MTBF per calendar quarter (UTC; all quarters in "
-        "tables/mtbf_by_quarter.csv):</p>" + _html.table_html(quarters.tail(8))
+        + quarter_html
     )
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from relkit.charts._heatmap import natural_order
 from relkit.charts._theme import MAX_ROWS, chart_title
 from relkit.errors import InsufficientDataError, SchemaError
 from relkit.schema import require_columns
@@ -188,7 +189,11 @@ def mcf_chart(
     data, note = _thin(data, color, min(max_points, MAX_ROWS), log=False, where=where)
     group_enc: dict[str, Any] = {}
     if color:
-        group_enc["color"] = alt.Color(f"{color}:N").title(color.replace("_", " "))
+        data = data.with_columns(pl.col(color).cast(pl.String))
+        groups = natural_order(data[color].drop_nulls().unique().to_list())
+        group_enc["color"] = (
+            alt.Color(f"{color}:N").sort(groups).title(color.replace("_", " "))
+        )
     x = alt.X("time_h:Q").title("Age (h)")
     y_title = "Mean cumulative failures per unit"
     base = alt.Chart(data)
