@@ -22,6 +22,7 @@ __all__ = [
     "machine_frame",
     "natural_key",
     "natural_order",
+    "natural_ties",
     "probability_text",
     "rate_unit_warning",
     "reading_frame",
@@ -32,7 +33,17 @@ __all__ = [
 #: Columns holding system, host or unit names: sorted naturally (``gpu2`` before
 #: ``gpu10``) where a result was ordered by them.
 ID_COLUMNS = frozenset(
-    {"system", "host", "hostname", "node", "unit_id", "device", "rack", "host_id"}
+    {
+        "system",
+        "host",
+        "hostname",
+        "node",
+        "unit_id",
+        "device",
+        "rack",
+        "host_id",
+        "level",
+    }
 )
 
 #: Significant digits a table shows of a column's typical value.
@@ -124,7 +135,7 @@ def natural_order(frame: pl.DataFrame) -> pl.DataFrame:
     if frame.height < 2:
         return frame
     keys: list[str] = []
-    for name in frame.columns[:3]:
+    for name in frame.columns[:4]:
         if frame.schema[name].is_nested():
             break
         keys.append(name)
@@ -365,7 +376,8 @@ def reading_frame(frame: pl.DataFrame, *, rows: int | None = None) -> pl.DataFra
     counts in the thousands show none and fractions four; an integer column
     whose name says it is an amount (``n_*``, ``*_h``, ``*_s``) gets
     separators, other integers (ids, years) are left as they are. Times are
-    shown in UTC to the second. A missing value is an empty cell, and a column
+    shown in UTC to the second; a ``|`` in a text cell gets a backslash before it,
+    as Markdown escapes it. A missing value is an empty cell, and a column
     empty in every row (null, or an empty list) is left out: it says nothing
     (``--format csv`` and ``json`` keep it).
 
@@ -430,7 +442,9 @@ def reading_frame(frame: pl.DataFrame, *, rows: int | None = None) -> pl.DataFra
                 .fill_null("")
             )
         elif dtype == pl.String:
-            column = column.fill_null("")
+            # a | inside a cell (survival's "max |KM - fitted S|") would end
+            # the cell: escaped as Markdown does
+            column = column.str.replace_all("|", r"\|", literal=True).fill_null("")
         columns.append(column)
     return pl.DataFrame(columns)
 
@@ -512,3 +526,35 @@ def rate_unit_warning(
         "Kokolis et al.'s 6.50 is per 1000 node-days, i.e. --failure-rate 0.0065 "
         "or --failures-per-1000-node-days 6.5."
     )
+
+
+def natural_ties(frame: pl.DataFrame, rank: str) -> pl.DataFrame:
+    """Order rows that tie on ``rank`` by their ids in natural order.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame
+        A result ranked by ``rank`` (lemons by p-value), its ties in text order
+        of the id columns (:data:`ID_COLUMNS`).
+    rank : str
+        The column the rows are ranked by; a run of equal values is a tie.
+
+    Returns
+    -------
+    polars.DataFrame
+        The same rows in the same rank order, each tie's rows in natural
+        order of the id columns (``s12-n10`` after ``s12-n1``, before
+        ``s12-n126``... by number: n1, n10, n43, n68, n126).
+    """
+    ids = [c for c in frame.columns if c in ID_COLUMNS and frame.schema[c] == pl.String]
+    if frame.height < 2 or not ids or rank not in frame.columns:
+        return frame
+    group = (pl.col(rank).ne_missing(pl.col(rank).shift(1))).cum_sum()
+    keys: list[pl.Expr] = [group]
+    for name in ids:
+        values = frame[name].unique().to_list()
+        order = {v: i for i, v in enumerate(sorted(values, key=natural_key))}
+        keys.append(
+            pl.col(name).replace_strict(order, default=None, return_dtype=pl.UInt32)
+        )
+    return frame.sort(keys, nulls_last=True, maintain_order=True)

@@ -74,7 +74,7 @@ def _cmd_lemons(
     # GPUs that never failed have no device name: tested but not listed
     done = "listed" if args.unit == "gpu" else "tested"
     progress(
-        f"{out.height} {what}{pairs} {done}, {n_lemons} lemon(s) at q <= "
+        f"{out.height:,} {what}{pairs} {done}, {n_lemons:,} lemon(s) at q <= "
         f"{args.fdr:g} (exact Poisson tail, Benjamini-Hochberg)"
     )
     if args.lemons_only:
@@ -87,7 +87,10 @@ def _cmd_lemons(
         *(["device"] if "device" in out.columns else []),
         *[c for c in LEMON_FIELDS if c != "host"],
     ]
-    emit(out.select(list(dict.fromkeys(cols))), args.format)
+    from relkit._cli_format import natural_ties
+
+    out = natural_ties(out.select(list(dict.fromkeys(cols))), "p_value")
+    emit(out, args.format)
     return 0
 
 

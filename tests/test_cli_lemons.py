@@ -22,7 +22,7 @@ def test_lemons_json_fields_and_note(
     fields = ["host", "n_failures", "expected", "p_value", "q_value", "modes"]
     assert {*fields, "n_devices", "exposure_h", "lemon"} <= set(rows[0])
     assert rows[0]["host"] == "s19-n1024"
-    assert "5007 node(s) tested, 185 lemon(s) at q <= 0.05" in captured.err
+    assert "5,007 node(s) tested, 185 lemon(s) at q <= 0.05" in captured.err
     assert "48 repeat(s)" in captured.err
 
 

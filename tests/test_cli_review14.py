@@ -5,6 +5,7 @@ output of the same command, where the point is how the table writes a value
 that CSV keeps in full).
 """
 
+import re
 from pathlib import Path
 
 import pytest
@@ -22,9 +23,10 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def _table(out: str) -> list[dict[str, str]]:
     """Parse a markdown table printed by the CLI into rows of cell text."""
     lines = [line for line in out.splitlines() if line.startswith("|")]
-    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    cells = re.compile(r"(?<!\\)\|")
+    head = [c.strip() for c in cells.split(lines[0].strip("|"))]
     return [
-        dict(zip(head, (c.strip() for c in line.strip("|").split("|")), strict=True))
+        dict(zip(head, (c.strip() for c in cells.split(line[1:-1])), strict=True))
         for line in lines[2:]
     ]
 
@@ -282,3 +284,54 @@ def test_a_per_node_day_rate_in_the_per_1000_option_is_warned(
     assert "is an MTBF of 421 years per node; it looks like a per-node-day rate" in err
     code, _, err = run(capsys, *argv, "--failures-per-1000-node-days", "6.5")
     assert "looks like a per-node-day rate" not in err
+
+
+def test_natural_ties_and_level_order() -> None:
+    """Rows tied on the rank keep their rank, ids in natural order within a tie
+    (hand-made: p 0.1 for s12-n10, s12-n126, s12-n1 -> n1, n10, n126; then
+    p 0.2 for s2-n1 stays last); a hazards-style level table sorts 2 < 10."""
+    import polars as pl
+
+    from relkit._cli_format import natural_order, natural_ties
+
+    frame = pl.DataFrame(
+        {
+            "system": ["12", "12", "12", "2"],
+            "host": ["s12-n10", "s12-n126", "s12-n1", "s2-n1"],
+            "p_value": [0.1, 0.1, 0.1, 0.2],
+        }
+    )
+    assert natural_ties(frame, "p_value")["host"].to_list() == [
+        "s12-n1",
+        "s12-n10",
+        "s12-n126",
+        "s2-n1",
+    ]
+    levels = pl.DataFrame(
+        {"covariate": ["system"] * 3, "level": ["10", "2", "3"], "x": [1, 2, 3]}
+    )
+    assert natural_order(levels)["level"].to_list() == ["2", "3", "10"]
+
+
+def test_survival_by_system_in_natural_order(
+    lanl_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LANL systems 2, 3, 4, ... 10, ... 24 (natural order), behind the
+    all-null failure_mode column that the table leaves out."""
+    code, out, _ = run(capsys, "survival", "--db", str(lanl_db), "--by", "system")
+    assert code == 0
+    systems = [r["system"] for r in _table(out)]
+    assert systems[:3] == ["2", "3", "4"]
+    assert systems == sorted(systems, key=int)
+
+
+def test_a_bar_in_a_cell_does_not_break_the_table(
+    lanl_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """survival's gof_name is "max |KM - fitted S| at failure times" (CSV); the
+    table writes its bars escaped (\\|), so every row has as many cells as the
+    header."""
+    code, out, _ = run(capsys, "survival", "--db", str(lanl_db))
+    assert code == 0
+    rows = _table(out)
+    assert rows[0]["gof_name"] == r"max \|KM - fitted S\| at failure times"
