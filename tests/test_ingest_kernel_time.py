@@ -347,3 +347,44 @@ def test_ref_journalctl_short_precise_keeps_microseconds(tmp_path: Path) -> None
         "host-b",
         dt.datetime(2025, 3, 4, 10, 22, 31, 184022, tzinfo=UTC),
     )
+
+
+@pytest.mark.parametrize(
+    ("reference", "warned"), [("2024-04-26", True), ("2025-03-10", False)]
+)
+def test_a_reference_date_a_year_off_the_dated_lines_is_said(
+    reference: str,
+    warned: bool,  # noqa: FBT001 - a parametrize argument
+) -> None:
+    """Case C01 holds host-a's year-less line 4 ``Mar  4 10:21:40`` beside ISO lines of
+    2025-03-04. With a reference date of 2024-04-26 (another log's) the year-less line
+    is placed on 2024-03-04, a year before every dated line: its MTBF would move by a
+    year of exposure, so it is said; with the right date (2025-03-10) it is not."""
+    import warnings
+
+    from shared_paths import SHARED
+
+    from relkit import Store, read_file
+    from relkit.errors import RelkitWarning
+
+    with warnings.catch_warnings(record=True) as caught, Store(":memory:") as store:
+        warnings.simplefilter("always")
+        read_file(
+            store,
+            SHARED / "cases" / "C01-xid-line-variants.log",
+            kind="kernel",
+            tz="UTC",
+            reference_date=reference,
+            host="node01",
+        )
+    said = [
+        str(w.message)
+        for w in caught
+        if issubclass(w.category, RelkitWarning) and "year-less" in str(w.message)
+    ]
+    if warned:  # one message (said once per reading pass of the file)
+        assert len(set(said)) == 1
+        assert "line 4, placed on 2024-03-04" in said[0]
+        assert "(2025-03-04 to 2025-03-04)" in said[0]
+    else:
+        assert said == []

@@ -10,12 +10,13 @@ boot, and anchors never cross boots.
 
 import datetime as dt
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from relkit.errors import IngestError
+from relkit.errors import IngestError, RelkitWarning
 from relkit.ingest._common import localize, parse_iso
 from relkit.schema import UTC
 
@@ -233,7 +234,51 @@ def wall_times(
         )
         ts = ts.zip_with(~epoch, from_epoch)
     bad = has & ts.is_null() & ~(fr.is_in(["dmesg", "kmsg", "bare"]))
+    if rfc.any():
+        _check_reference_year(frame, ts, rfc, dated=(iso | dmt | epoch), path=path)
     return pl.DataFrame({"wall_ts": ts, "bad_time": bad, "dst_flag": dst})
+
+
+#: Year-less stamps this far outside the dated lines of their file are suspect.
+_YEAR_SLIP = dt.timedelta(days=183)
+
+
+def _check_reference_year(
+    frame: pl.DataFrame,
+    ts: pl.Series,
+    rfc: pl.Series,
+    *,
+    dated: pl.Series,
+    path: str | Path,
+) -> None:
+    """Warn when year-less stamps land far from the same lines' dated stamps.
+
+    A year-less syslog stamp takes its year from ``reference_date``; when the
+    same file also holds stamps with a year (ISO, ``dmesg -T``, epoch) and the
+    year-less ones fall more than half a year outside their range, the
+    reference date is most likely wrong, and every MTBF over those lines with it.
+    """
+    known = ts.filter(dated & ts.is_not_null())
+    placed = pl.DataFrame({"ts": ts, "line_no": frame.get_column("line_no")}).filter(
+        rfc & ts.is_not_null()
+    )
+    if known.is_empty() or placed.is_empty():
+        return
+    lo, hi = known.min(), known.max()
+    far = placed.filter(
+        (pl.col("ts") < lo - _YEAR_SLIP) | (pl.col("ts") > hi + _YEAR_SLIP)
+    )
+    if far.is_empty():
+        return
+    first = far.row(0, named=True)
+    msg = (
+        f"{path}: {far.height:,} year-less syslog line(s) (first: line "
+        f"{first['line_no']}, placed on {first['ts']:%Y-%m-%d} by the reference "
+        f"date) fall more than half a year outside the file's dated lines "
+        f"({lo:%Y-%m-%d} to {hi:%Y-%m-%d}); check reference_date "
+        "(--reference-date), the day the log was collected"
+    )
+    warnings.warn(msg, RelkitWarning, stacklevel=2)
 
 
 def _rfc3164(wall: pl.Series, ref: dt.date) -> pl.Series:
