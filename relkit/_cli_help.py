@@ -41,7 +41,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "report": ("relkit report --db fleet.duckdb --out report/",),
     "simulate": ("relkit simulate --out sim/ --nodes 32 --days 10 --run-nodes 16",),
     "demo": ("relkit demo --out out/",),
-    "goodput": ("relkit goodput --db fleet.duckdb --run-by job",),
+    "goodput": ("relkit goodput --db fleet.duckdb --run-by job_id",),
     "checkpoint": (
         "relkit checkpoint --mtbf-h 24 --cost-h 0.083 --restart-h 0.17",
         "relkit checkpoint --db fleet.duckdb --gpus 16384",

@@ -335,3 +335,47 @@ def test_a_bar_in_a_cell_does_not_break_the_table(
     assert code == 0
     rows = _table(out)
     assert rows[0]["gof_name"] == r"max \|KM - fitted S\| at failure times"
+
+
+@pytest.fixture(scope="module")
+def simulated_run(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The bundled simulated run ingested as ``relkit demo`` does it."""
+    from relkit._demo_jobs import ingest_simulated_run
+    from relkit.store import Store
+
+    db = str(tmp_path_factory.mktemp("sim") / "fleet.duckdb")
+    with Store(db) as store:
+        ingest_simulated_run(store, lambda _message: None)
+    return db
+
+
+def _store_examples() -> list[tuple[str, list[str]]]:
+    """Help examples that need only a store (not a file to ingest or report)."""
+    import shlex
+
+    from relkit._cli_help import EXAMPLES
+
+    found = []
+    for verb, lines in EXAMPLES.items():
+        for line in lines:
+            words = shlex.split(line)
+            if ">" in words:
+                words = words[: words.index(">")]
+            if "--db" in words and verb not in ("ingest", "report", "rejects"):
+                found.append((line, words[1:]))
+    return found
+
+
+@pytest.mark.parametrize(("line", "argv"), _store_examples())
+def test_every_store_example_runs(
+    line: str,
+    argv: list[str],
+    simulated_run: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Each help example that reads a store exits 0 on the simulated run's store
+    and prints a result (`goodput --run-by job` failed: the column is job_id)."""
+    argv = [simulated_run if a == "fleet.duckdb" else a for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, (line, err)
+    assert out.strip(), line
