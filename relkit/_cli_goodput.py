@@ -424,7 +424,9 @@ def add_goodput_verbs(
     p.add_argument(
         "--db",
         help="store with the run's checkpoint log / job records: recommend the "
-        "interval from its measured failures, restarts and checkpoint cost",
+        "interval from its measured failures, restarts and checkpoint cost "
+        "(default: not given, no store is read; $RELKIT_DB is not read here, "
+        "as a store would override --mtbf-h)",
     )
     p.add_argument(
         "--mtbf-h", type=float, help="closed forms: MTBF of the whole job, hours"

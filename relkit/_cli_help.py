@@ -125,6 +125,8 @@ def unset_default(verb: str, name: str) -> str:
 def store_default() -> str:
     """Return the default store file: ``$RELKIT_DB``, else ``relkit.duckdb``.
 
+    A blank ``RELKIT_DB`` (spaces only) counts as unset.
+
     Returns
     -------
     str
@@ -132,7 +134,7 @@ def store_default() -> str:
     """
     import os
 
-    return os.environ.get(STORE_ENV) or "relkit.duckdb"
+    return os.environ.get(STORE_ENV, "").strip() or "relkit.duckdb"
 
 
 def describe_verbs(choices: dict, helps: dict[str, str | None]) -> None:

@@ -1317,6 +1317,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(only=verb)
     args = parser.parse_args(given)
     func: Callable[[argparse.Namespace], int] = args.func
+    # a store path that came from $RELKIT_DB is said to have, in an error
+    args.db_from_env = (
+        getattr(args, "db", None) is not None
+        and not any(g == "--db" or g.startswith("--db=") for g in given)
+        and bool(os.environ.get("RELKIT_DB", "").strip())
+    )
     with warnings.catch_warnings():  # restores the warning machinery after
         warnings.showwarning = _note_printer(args.verb, warnings.showwarning)
         code = _run(func, args)
@@ -1402,6 +1408,8 @@ def _run(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) ->
         return func(args)
     except RelkitError as exc:
         text = _locked_store(str(exc), args) or str(exc)
+        if getattr(args, "db_from_env", False) and args.db in text:
+            text += f" (--db {args.db} came from $RELKIT_DB; give --db or unset it)"
         _say(f"relkit {args.verb}: error: {text}")
         return EXIT_DATA
     except BrokenPipeError:

@@ -379,3 +379,24 @@ def test_every_store_example_runs(
     code, out, err = run(capsys, *argv)
     assert code == 0, (line, err)
     assert out.strip(), line
+
+
+def test_relkit_db_errors_name_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing store named by RELKIT_DB says the path came from it; a blank
+    RELKIT_DB is unset (the default relkit.duckdb, looked up in the working
+    directory); an explicit --db is not blamed on the variable."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RELKIT_DB", "nope.duckdb")
+    code, _, err = run(capsys, "mtbf")
+    assert code == 1
+    assert "nope.duckdb: no such store" in err
+    assert "came from $RELKIT_DB" in err
+    code, _, err = run(capsys, "mtbf", "--db", "other.duckdb")
+    assert "RELKIT_DB" not in err
+    monkeypatch.setenv("RELKIT_DB", "  ")
+    code, _, err = run(capsys, "mtbf")
+    assert code == 1
+    assert "relkit.duckdb: no such store" in err
+    assert "RELKIT_DB" not in err
