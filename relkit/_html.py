@@ -439,7 +439,12 @@ def format_value(value: object, column: str | None = None) -> str:
             return str(value)
         name = (column or "").lower()
         if _SHARE.search(name):
-            return f"{value * 100:.1f} %"
+            return _percent(value)
+        if _HOURS.search(name) and not _RATE.search(name) and 0 < abs(value) < 0.1:
+            # below 0.1 h: minutes or seconds (0.0178 h is "1.07 min")
+            if abs(value) * 60 >= 1:
+                return f"{_significant(value * 60, 3)} min"
+            return f"{_significant(value * 3600, 3)} s"
         if _HOURS.search(name) or _RATE.search(name):
             return _significant(value, 3)
         return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
@@ -452,6 +457,16 @@ def format_value(value: object, column: str | None = None) -> str:
     if isinstance(value, dt.date):
         return value.isoformat()
     return str(value)
+
+
+def _percent(value: float) -> str:
+    """Percent with one decimal, more where one would round to 0 % or 100 %."""
+    for digits in range(1, 5):
+        text = f"{value * 100:.{digits}f}"
+        if (0 < value < 1) and float(text) in (0.0, 100.0):
+            continue
+        return f"{text} %"
+    return f"{value * 100:.4g} %"
 
 
 def natural_sort(frame: pl.DataFrame, column: str) -> pl.DataFrame:

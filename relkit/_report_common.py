@@ -6,6 +6,7 @@ or a one-line reason (``str``) when the store holds no data for it; the report
 then leaves the section out and says why in that line.
 """
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,13 @@ if TYPE_CHECKING:
     from relkit.observation import Observation
     from relkit.store import Store
 
-__all__ = ["ReportAssumptions", "ReportContext", "Sections", "counting_rule"]
+__all__ = [
+    "ReportAssumptions",
+    "ReportContext",
+    "Sections",
+    "counting_rule",
+    "plain_message",
+]
 
 #: What a section builder returns: sections to show, or why none is shown.
 Sections = list[tuple[str, str]] | str
@@ -145,3 +152,35 @@ def counting_rule(sources: pl.DataFrame, window_min: float | None) -> str:
             f"{window_min:g} minutes apart are one failure"
         )
     return "; ".join(parts) if parts else "each record is one failure"
+
+
+def plain_message(message: str) -> str:
+    """Say a library message in the page's plain words.
+
+    A leading function name (``hazard_chart: ``, ``cumulative_incidence_by:``)
+    is dropped; a lifelines convergence message (with its links) becomes one
+    short sentence.
+
+    Parameters
+    ----------
+    message : str
+        An exception's or warning's text.
+
+    Returns
+    -------
+    str
+        The text to show on the page.
+    """
+    text = str(message).strip()
+    if "http" in text and "conver" in text.lower():
+        return (
+            "a model fit did not converge cleanly (lifelines' convergence "
+            "warning); its estimates are shown with their status and may be "
+            "unreliable"
+        )
+    while True:
+        cut = re.sub(r"^[a-z_][a-z0-9_.]*(\(\))?: ", "", text)
+        if cut == text:
+            break
+        text = cut
+    return text[:1].upper() + text[1:] if text else text

@@ -150,6 +150,17 @@ def _rejects(ctx: ReportContext) -> str:
     )
 
 
+def _flag_counts(column: pl.Series) -> pl.DataFrame:
+    """Count each flag once per row it marks ("a,b" counts under a and b)."""
+    split = column.drop_nulls().str.split(",").explode().str.strip_chars()
+    return (
+        split.filter(split != "")
+        .rename("flags")
+        .value_counts(name="n", sort=True)
+        .sort(["n", "flags"], descending=[True, False])
+    )
+
+
 def _observation(ctx: ReportContext) -> str:
     obs = ctx.obs
     units = obs.windows["host"].n_unique() if obs.windows.height else 0
@@ -193,10 +204,7 @@ def _observation(ctx: ReportContext) -> str:
         f"{name}: "
         + ", ".join(
             f"{r['flags']} ×{r['n']:,}"
-            for r in column.drop_nulls()
-            .value_counts(name="n", sort=True)
-            .head(10)
-            .iter_rows(named=True)
+            for r in _flag_counts(column).head(10).iter_rows(named=True)
         )
         for name, column in flags
         if column.drop_nulls().len()

@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from relkit import _html, answers, charts, survival
-from relkit._report_common import ReportContext, Sections
+from relkit._report_common import ReportContext, Sections, plain_message
 from relkit.answers import STORE_TABLES
 from relkit.errors import RelkitError, RelkitWarning
 from relkit.observation import Observation
@@ -66,11 +66,12 @@ def _covariates(obs: Observation) -> list[str]:
 
 def _failed(title: str, exc: Exception, progress: Callable[[str], None]) -> str:
     progress(f"warning: {title}: {exc}")
-    return f"<p>Not computed: {html.escape(str(exc))}</p>"
+    return f"<p>Not computed: {html.escape(plain_message(str(exc)))}</p>"
 
 
 def _notes(notes: tuple[str, ...] | list[str]) -> str:
-    return "".join(f"<p>Note: {html.escape(n)}</p>" for n in notes)
+    said = dict.fromkeys(plain_message(n) for n in notes)
+    return "".join(f"<p>Note: {html.escape(n)}</p>" for n in said)
 
 
 def _per_mode(
@@ -381,7 +382,8 @@ def _trend(
         + _html.table_html(shown)
         + "".join(
             f"<p>Note on the trend tests and the mean cumulative failures (the "
-            f"MTBF per quarter below counts every failure): {html.escape(n)}</p>"
+            f"MTBF per quarter below counts every failure): "
+            f"{html.escape(plain_message(n))}</p>"
             for n in trend_notes
         )
         + chart(

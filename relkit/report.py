@@ -81,7 +81,8 @@ def _summary(ctx: ReportContext, shown: list[str]) -> tuple[str, str]:
             else "no MTBF estimate"
         )
         said.append(
-            f"{o['n_failures']:,} counted failures over "
+            f"{o['n_failures']:,} counted "
+            f"failure{'' if o['n_failures'] == 1 else 's'} over "
             f"{_html.format_value(o['exposure_h'], 'exposure_h')} node-hours, {mtbf}"
         )
     if "incidents" in t:
@@ -306,10 +307,62 @@ def write_report(
         checkpoints).
     """
     a = assumptions or ReportAssumptions()
+    check_out_dir(Path(out_dir))
     with charts.enable_theme():  # restores the caller's Altair theme afterwards
         return _write_report(
             store, Path(out_dir), title, a, images=images, progress=progress
         )
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse an output directory the report cannot write, before any work.
+
+    Parameters
+    ----------
+    out_dir : Path
+        Where ``report.html``, ``tables/`` and ``images/`` go; created if
+        missing.
+
+    Raises
+    ------
+    RelkitError
+        One line naming the path and the fix: ``out_dir`` (or one of its
+        parents) is a file, it cannot be created or written, or
+        ``out_dir/report.html``, ``out_dir/tables`` or ``out_dir/images`` is
+        of the wrong kind (a directory where a file goes, or the reverse).
+    """
+    from relkit.errors import RelkitError
+
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        msg = f"{out_dir}: exists and is not a directory; give a directory path"
+        raise RelkitError(msg) from None
+    except OSError as exc:
+        msg = (
+            f"{out_dir}: cannot create the output directory ({exc.strerror}); "
+            "give a writable directory path"
+        )
+        raise RelkitError(msg) from None
+    wrong = [
+        (out_dir / "report.html", "is a directory where the page goes", True),
+        (out_dir / "tables", "is a file where the tables directory goes", False),
+        (out_dir / "images", "is a file where the images directory goes", False),
+    ]
+    for path, said, is_file in wrong:
+        if path.exists() and path.is_dir() == is_file:
+            msg = f"{path} {said}; remove it or give another --out directory"
+            raise RelkitError(msg)
+    probe = out_dir / ".relkit-write-test"
+    try:
+        probe.write_text("", encoding="utf-8")
+        probe.unlink()
+    except OSError as exc:
+        msg = (
+            f"{out_dir}: cannot write there ({exc.strerror}); give a writable "
+            "directory path"
+        )
+        raise RelkitError(msg) from None
 
 
 def _observation(st: dict[str, pl.DataFrame]) -> Observation:

@@ -142,7 +142,8 @@ def test_table_html_escapes_formats_and_truncates() -> None:
     assert '<th class="num">n_failures</th>' in out
     assert '<td class="num">1,234,567</td>' in out
     assert '<td class="num">98,765</td>' in out
-    assert '<td class="num">0.000123</td>' in out  # hours: 3 significant digits
+    # hours below 0.1 h in seconds: 0.000123456 h × 3600 = 0.444 s (3 digits)
+    assert '<td class="num">0.444 s</td>' in out
     assert '<td class="null"></td>' in out
     assert "a&amp;b" not in out  # third row cut
     assert "Showing the first 2 of 3 rows." in out

@@ -316,3 +316,76 @@ def test_kernel_cases_few_failures_per_mode_and_trend_note(tmp_path):
     trend = sections["Trends: is the failure rate falling?"]
     note = trend.find("at the start of a window")
     assert 0 < note < trend.find("MTBF per calendar quarter")
+
+
+def test_heatmap_time_axis_names_the_month():
+    """Incidents over 3 weeks (daily bins): the axis format carries the month
+    ("%b %d", e.g. "Mar 07"), not the weekday alone ("Thu 07")."""
+    from datetime import UTC, datetime, timedelta
+
+    from relkit import charts
+
+    t = datetime(2025, 3, 1, tzinfo=UTC)
+    incidents = pl.DataFrame(
+        {"host": ["n2", "n10", "n2"], "start_ts": [t, t, t + timedelta(days=21)]}
+    )
+    spec = charts.incident_heatmap_chart(incidents).to_dict()
+    x = spec["encoding"]["x"]
+    assert x["axis"]["format"] == "%b %d"
+    assert x["scale"]["type"] == "utc"
+
+
+def test_output_directory_checked_before_any_work(tmp_path):
+    """A file where tables/ goes, a directory where report.html goes, and an
+    out path under a file: each refused with one line naming the path (they
+    were raw [Errno 17], [Errno 21], [Errno 20] after the whole computation)."""
+    import pytest
+
+    from relkit.errors import RelkitError
+    from relkit.report import check_out_dir
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "tables").write_text("")
+    with pytest.raises(RelkitError, match="tables is a file"):
+        check_out_dir(tmp_path / "a")
+    (tmp_path / "b" / "report.html").mkdir(parents=True)
+    with pytest.raises(RelkitError, match=r"report\.html is a directory"):
+        check_out_dir(tmp_path / "b")
+    (tmp_path / "f").write_text("")
+    with pytest.raises(RelkitError, match=r"not a directory|cannot create"):
+        check_out_dir(tmp_path / "f" / "out")
+    check_out_dir(tmp_path / "fine")
+    assert (tmp_path / "fine").is_dir()
+
+
+def test_plain_message_drops_function_names_and_links():
+    """The reviewer's texts: 'hazard_chart: no row has…' and
+    'cumulative_incidence_by: none of…' lose the function name; a lifelines
+    convergence message with a URL becomes one sentence without the URL."""
+    from relkit._report_common import plain_message
+
+    assert plain_message("hazard_chart: no row has a finite hazard") == (
+        "No row has a finite hazard"
+    )
+    assert plain_message("cumulative_incidence_by: none of the 4 node(s)").startswith(
+        "None of the 4"
+    )
+    said = plain_message(
+        "Fitting did not converge. Please see "
+        "https://lifelines.readthedocs.io/en/latest/Examples.html#problems"
+    )
+    assert "http" not in said
+    assert "converge" in said
+
+
+def test_small_hours_and_near_whole_percents():
+    """Hand: 0.0178 h × 60 = 1.068 min → "1.07 min"; 0.00277778 h × 3600 =
+    10 s; availability 0.9997 is 99.97 %, not "100.0 %"; 0.97215 stays
+    "97.2 %"; exactly 1.0 is "100.0 %"."""
+    from relkit._html import format_value
+
+    assert format_value(0.0178, "wall_h") == "1.07 min"
+    assert format_value(0.00277778, "cost_h") == "10 s"
+    assert format_value(0.9997, "availability_frac") == "99.97 %"
+    assert format_value(0.97215, "ettr_frac") == "97.2 %"
+    assert format_value(1.0, "availability_frac") == "100.0 %"

@@ -138,7 +138,7 @@ def incident_heatmap_chart(
         raise InsufficientDataError(msg)
     first, last = rows["start_ts"].min(), rows["start_ts"].max()
     span = last - first  # type: ignore[operator]
-    every, name, _ = next((b for b in _BINS if span / b[2] < max_bins), _BINS[-1])
+    every, name, length = next((b for b in _BINS if span / b[2] < max_bins), _BINS[-1])
     ranked = (
         rows.group_by("unit")
         .agg(n=pl.len())
@@ -167,7 +167,17 @@ def incident_heatmap_chart(
         alt.Chart(cells, title=heading)
         .mark_rect()
         .encode(
-            x=alt.X("bin_start:T", title=f"time (UTC, bins of {name})"),
+            x=alt.X(
+                "bin_start:T",
+                title=f"time (UTC, bins of {name})",
+                # the month always shows (not "Thu 07"), the hour for hour bins
+                axis=alt.Axis(
+                    format="%b %d %H:%M"
+                    if length < timedelta(days=1)
+                    else ("%b %d" if length < timedelta(days=30) else "%b %Y")
+                ),
+                scale=alt.Scale(type="utc"),
+            ),
             x2="bin_end:T",
             y=alt.Y("unit:N", sort=order, title=label),
             color=alt.Color(
