@@ -141,7 +141,7 @@ def _cmd_hazards(
 def _print_checks(result: Any, emit: Emit) -> None:  # noqa: ANN401
     print()
     line = (
-        f"model {result.model}: {result.n_units} units, {result.n_events} "
+        f"model {result.model}: {result.n_units:,} units, {result.n_events:,} "
         f"failures, concordance "
         + (f"{result.concordance:.4f}" if result.concordance is not None else "n/a")
     )

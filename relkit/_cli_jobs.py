@@ -214,7 +214,12 @@ def _cmd_rootcause(
     start = parse_instant(args.window_start, "--window-start")
     end = parse_instant(args.window_end, "--window-end")
     if start is not None and end is not None and start >= end:
-        msg = f"--window-start {start} is not before --window-end {end}; swap them"
+        from relkit._cli_format import instant_text
+
+        msg = (
+            f"--window-start {instant_text(start)} is not before --window-end "
+            f"{instant_text(end)}; swap them"
+        )
         raise RelkitError(msg)
     attempts, interruptions = _job_tables(args)
     jobs = _list(args.job)
@@ -233,7 +238,14 @@ def _cmd_rootcause(
     table = root_cause_table(interruptions, **window).with_columns(
         pct=pl.col("frac") * 100.0
     )
+    if args.format == "table":  # one decimal, as Llama 3's Table 5 prints it
+        table = table.with_columns(pl.col("pct").round(1))
     emit(table.select(ROOTCAUSE_FIELDS), args.format)
+    progress(
+        f"note: pct is each cause's share of its kind: of the "
+        f"{summary.n_unexpected:,} unexpected interruptions for the rows above "
+        f"Planned, of the {summary.n_planned:,} planned ones for Planned"
+    )
     if args.format == "table":
         print()
         emit(summary.to_dict(), "table")

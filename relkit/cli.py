@@ -440,8 +440,13 @@ def _window(args: argparse.Namespace) -> tuple[datetime | None, datetime | None]
     start = _parse_instant(getattr(args, "window_start", None), "--window-start")
     end = _parse_instant(getattr(args, "window_end", None), "--window-end")
     if start is not None and end is not None and start >= end:
+        from relkit._cli_format import instant_text
+
         fix = "give a later end" if start == end else "swap them"
-        msg = f"--window-start {start} is not before --window-end {end}; {fix}"
+        msg = (
+            f"--window-start {instant_text(start)} is not before --window-end "
+            f"{instant_text(end)}; {fix}"
+        )
         raise RelkitError(msg)
     return start, end
 

@@ -400,3 +400,34 @@ def test_relkit_db_errors_name_the_variable(
     assert code == 1
     assert "relkit.duckdb: no such store" in err
     assert "RELKIT_DB" not in err
+
+
+def test_rootcause_pct_one_decimal_and_window_times_iso(
+    simulated_run: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """rootcause on the simulated run: 17 Faulty GPU of 56 unexpected
+    interruptions = 30.357 % -> 30.4 (one decimal, CSV keeps 30.357...); the
+    41 planned requeues are 100.0 % of the planned, said in the note. A swapped
+    window is written in ISO form with Z."""
+    code, out, err = run(capsys, "rootcause", "--db", simulated_run)
+    assert code == 0
+    rows = {r["component"]: r for r in _table(out) if "component" in r}
+    assert rows["Faulty GPU"]["pct"] == "30.4"
+    assert rows["Requeued, no failure logged"]["pct"] == "100.0"
+    assert "of the 56 unexpected interruptions" in err
+    assert "of the 41 planned ones for Planned" in err
+    code, _, err = run(
+        capsys,
+        "rootcause",
+        "--db",
+        simulated_run,
+        "--window-start",
+        "2024-04-01T00:00Z",
+        "--window-end",
+        "2024-03-01T00:00Z",
+    )
+    assert code == 1
+    assert (
+        "--window-start 2024-04-01T00:00:00Z is not before --window-end "
+        "2024-03-01T00:00:00Z" in err
+    )
