@@ -109,7 +109,12 @@ def _cmd_cif(
         print(json.dumps(_clean(document), indent=2, default=str))
     else:
         emit(curves, args.format)
-        if by and args.format == "table":
+        if by and args.format == "table" and gray.height == 0:
+            progress(
+                f"note: Gray's test needs two or more groups of {', '.join(by)}; "
+                "the store has one, so there is no test"
+            )
+        elif by and args.format == "table":
             print()
             print(f"Gray's test between groups of {', '.join(by)} (Gray 1988):")
             emit(gray, "table")

@@ -431,3 +431,14 @@ def test_rootcause_pct_one_decimal_and_window_times_iso(
         "--window-start 2024-04-01T00:00:00Z is not before --window-end "
         "2024-03-01T00:00:00Z" in err
     )
+
+
+def test_cif_one_group_says_grays_test_needs_two(
+    simulated_run: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The simulated run's assets have one system, so cif --by system has one
+    group: no empty Gray's-test table, a note that the test needs two."""
+    code, out, err = run(capsys, "cif", "--db", simulated_run, "--by", "system")
+    assert code == 0
+    assert "Gray's test between" not in out
+    assert "Gray's test needs two or more groups of system" in err
