@@ -441,6 +441,10 @@ def reading_frame(frame: pl.DataFrame, *, rows: int | None = None) -> pl.DataFra
                 .to_series()
                 .fill_null("")
             )
+        elif isinstance(dtype, pl.List) and not dtype.inner.is_nested():
+            # an empty list (a pending job's hosts) is a blank cell, not []
+            column = column.cast(pl.List(pl.String)).list.join(", ")
+            column = column.str.replace_all("|", r"\|", literal=True).fill_null("")
         elif dtype == pl.String:
             # a | inside a cell (survival's "max |KM - fitted S|") would end
             # the cell: escaped as Markdown does

@@ -442,3 +442,13 @@ def test_cif_one_group_says_grays_test_needs_two(
     assert code == 0
     assert "Gray's test between" not in out
     assert "Gray's test needs two or more groups of system" in err
+
+
+def test_an_empty_list_cell_is_blank() -> None:
+    """A pending job has no hosts: its cell is blank, not []; a running job's
+    hosts read "gpu1, gpu2" (hand-made two-row frame)."""
+    import polars as pl
+
+    frame = pl.DataFrame({"job_id": ["1", "2"], "hosts": [["gpu1", "gpu2"], []]})
+    shown = reading_frame(frame)
+    assert shown["hosts"].to_list() == ["gpu1, gpu2", ""]
