@@ -59,6 +59,11 @@ td.num, th.num { text-align: right; }
 .relkit-wide th { white-space: normal; min-width: 3.5rem; }
 .relkit-wide td { white-space: normal; }
 .relkit-wide td.num { white-space: nowrap; }
+@media print {
+  .relkit-table { overflow: visible; }
+  .relkit-table table { font-size: 8pt; width: 100%; }
+  .relkit-table th, .relkit-table td { white-space: normal; word-break: break-word; }
+}
 td.wrap { white-space: normal; min-width: 14rem; }
 p.relkit-summary { font-size: 1.02rem; }
 p.relkit-left-out { color: #555; margin: 0.2rem 0; }
@@ -508,6 +513,20 @@ def natural_sort(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     )
 
 
+#: Columns said once above a table (not repeated) when every row has one value.
+SAME_SAID_ONCE = frozenset(
+    {
+        "confidence",
+        "unit",
+        "exposure_basis",
+        "observed_until",
+        "n_excluded",
+        "n_folded",
+        "clock",
+    }
+)
+
+
 def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
     """Render a polars frame as an escaped HTML table that fits the page.
 
@@ -557,6 +576,13 @@ def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
         else []
     )
     frame = frame.drop(empty)
+    same = (
+        [c for c in frame.columns if c in SAME_SAID_ONCE and frame[c].n_unique() == 1]
+        if frame.height > 1
+        else []
+    )
+    same_said = ", ".join(f"{c} {format_value(frame[c][0], c)}" for c in same)
+    frame = frame.drop(same)
     if frame.width and frame.columns[0] in ID_COLUMNS and frame.height > 1:
         ids = frame[frame.columns[0]].cast(pl.String)
         if ids.is_sorted() and ids.null_count() == 0:
@@ -602,8 +628,13 @@ def table_html(frame: pl.DataFrame, max_rows: int = 50) -> str:
             + html.escape(", ".join(empty))
             + ".</p>"
         )
+    above = (
+        f'<p class="relkit-note">In every row: {html.escape(same_said)}.</p>'
+        if same
+        else ""
+    )
     return (
-        f'<div class="relkit-table{" relkit-wide" if wide else ""}"><table>\n'
+        f'<div class="relkit-table{" relkit-wide" if wide else ""}">{above}<table>\n'
         f"<thead><tr>{head}</tr></thead>\n<tbody>\n"
         + "".join(f"{r}\n" for r in body)
         + f"</tbody></table>{note}</div>"

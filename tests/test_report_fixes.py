@@ -389,3 +389,29 @@ def test_small_hours_and_near_whole_percents():
     assert format_value(0.9997, "availability_frac") == "99.97 %"
     assert format_value(0.97215, "ettr_frac") == "97.2 %"
     assert format_value(1.0, "availability_frac") == "100.0 %"
+
+
+def test_table_html_says_constant_columns_once():
+    """A quarter table shaped like mtbf_by_quarter (3 rows, confidence 0.95,
+    unit node and n_excluded 0 in every row): those 3 columns leave the table
+    (7 columns → 4) and are said once above it; a column whose values differ
+    stays."""
+    import re
+
+    from relkit._html import table_html
+
+    frame = pl.DataFrame(
+        {
+            "period_start": ["2025-01", "2025-04", "2025-07"],
+            "n_failures": [4, 2, 1],
+            "mtbf_h": [549.0, 1132.0, 900.0],
+            "confidence": [0.95] * 3,
+            "unit": ["node"] * 3,
+            "n_excluded": [0] * 3,
+            "n_folded": [0, 1, 0],
+        }
+    )
+    out = table_html(frame)
+    header = re.search(r"<thead>.*?</thead>", out, re.S).group(0)
+    assert header.count("</th>") == 4
+    assert "In every row: confidence 0.95, unit node, n_excluded 0." in out
