@@ -415,3 +415,19 @@ def test_table_html_says_constant_columns_once():
     header = re.search(r"<thead>.*?</thead>", out, re.S).group(0)
     assert header.count("</th>") == 4
     assert "In every row: confidence 0.95, unit node, n_excluded 0." in out
+
+
+def test_pareto_count_axis_has_whole_ticks():
+    """Counts 2 and 1: the count axis steps by at least 1 (no 0.5 ticks)."""
+    from relkit import charts
+
+    spec = charts.interruption_pareto_chart(
+        pl.DataFrame({"cause": ["a", "b"], "interruptions": [2, 1]}), title="P"
+    ).to_dict()
+    axes = [
+        layer["encoding"]["y"].get("axis", {})
+        for layer in spec.get("layer", [spec])
+        if layer.get("encoding", {}).get("y", {}).get("field") == "interruptions"
+    ]
+    assert axes
+    assert axes[0]["tickMinStep"] == 1

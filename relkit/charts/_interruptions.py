@@ -92,7 +92,11 @@ def interruption_pareto_chart(
     )
     bars = base.mark_bar(color="#4c78a8").encode(
         x=x,
-        y=alt.Y("interruptions:Q", title="interruptions (count)"),
+        y=alt.Y(
+            "interruptions:Q",
+            title="interruptions (count)",
+            axis=alt.Axis(tickMinStep=1, format="d"),  # whole counts only
+        ),
         tooltip=["cause:N", "interruptions:Q", "cumulative_pct:Q"],
     )
     line = base.mark_line(color="#e45756", point=True).encode(
