@@ -1288,6 +1288,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         from relkit._cli_help import describe_verbs
 
         describe_verbs(built, {a.dest: a.help for a in subparsers._choices_actions})
+    parser.verb_parsers = built  # type: ignore[attr-defined] # main's usage errors
     return parser
 
 
@@ -1320,7 +1321,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # only the verb given needs its options (or none, for `relkit --help`)
     verb = given[0] if given and not given[0].startswith("-") else ""
     parser = build_parser(only=verb)
-    args = parser.parse_args(given)
+    args, unknown = parser.parse_known_args(given)
+    if unknown:  # the verb's usage, not the top level's (relkit mtbf --bogus)
+        verbs = getattr(parser, "verb_parsers", None) or {}
+        (verbs.get(getattr(args, "verb", None)) or parser).error(
+            f"unrecognized arguments: {' '.join(unknown)}"
+        )
     func: Callable[[argparse.Namespace], int] = args.func
     # a store path that came from $RELKIT_DB is said to have, in an error
     args.db_from_env = (

@@ -452,3 +452,16 @@ def test_an_empty_list_cell_is_blank() -> None:
     frame = pl.DataFrame({"job_id": ["1", "2"], "hosts": [["gpu1", "gpu2"], []]})
     shown = reading_frame(frame)
     assert shown["hosts"].to_list() == ["gpu1, gpu2", ""]
+
+
+def test_an_unknown_option_prints_the_verbs_usage(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """relkit mtbf --bogus: exit 2 with mtbf's usage line and its error, not the
+    top-level usage."""
+    with pytest.raises(SystemExit) as stop:
+        main(["mtbf", "--bogus"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: relkit mtbf ")
+    assert "relkit mtbf: error: unrecognized arguments: --bogus" in err
