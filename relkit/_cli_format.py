@@ -15,12 +15,13 @@ from datetime import UTC, datetime
 
 import polars as pl
 
+from relkit.display import natural_key
+
 __all__ = [
     "ID_COLUMNS",
     "instant_text",
     "is_probability_column",
     "machine_frame",
-    "natural_key",
     "natural_order",
     "natural_ties",
     "probability_text",
@@ -90,26 +91,6 @@ def _instant_expr(name: str, dtype: pl.Datetime) -> pl.Expr:
     if dtype.time_zone is not None:
         return col.dt.convert_time_zone("UTC").dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ")
     return col.dt.strftime("%Y-%m-%dT%H:%M:%S%.f")
-
-
-def natural_key(text: object) -> tuple:
-    """Return a sort key that orders numbers inside names by value.
-
-    Parameters
-    ----------
-    text : object
-        A name such as ``gpu10`` or ``2``; None sorts last.
-
-    Returns
-    -------
-    tuple
-        ``(is_missing, parts)``, parts alternating text (lower case) and whole
-        numbers, so ``gpu2`` < ``gpu10`` and ``2`` < ``10``.
-    """
-    if text is None:
-        return (1, ())
-    parts = re.split(r"(\d+)", str(text))
-    return (0, tuple(int(p) if i % 2 else p.lower() for i, p in enumerate(parts)))
 
 
 def natural_order(frame: pl.DataFrame) -> pl.DataFrame:

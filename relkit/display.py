@@ -5,9 +5,10 @@ Imports only the standard library, so any room may use it.
 
 import html
 import math
+import re
 from collections.abc import Mapping
 
-__all__ = ["format_value", "html_table"]
+__all__ = ["format_value", "html_table", "natural_key"]
 
 
 def format_value(value: object) -> str:
@@ -77,3 +78,31 @@ def html_table(title: str, fields: Mapping[str, object]) -> str:
         f'<table class="relkit-result"><caption>{html.escape(title)}</caption>'
         f"{rows}</table>"
     )
+
+
+def natural_key(text: object) -> tuple:
+    """Return a sort key that orders numbers inside names by value.
+
+    The one rule of "natural order" for ids everywhere (report tables and
+    charts, CLI tables): ``2`` before ``10``, ``n2`` before ``n10``.
+
+    Parameters
+    ----------
+    text : object
+        A name such as ``gpu10`` or ``2``; None sorts last.
+
+    Returns
+    -------
+    tuple
+        ``(is_missing, parts)``, parts alternating text (lower case) and whole
+        numbers, so ``gpu2`` < ``gpu10`` and ``2`` < ``10``.
+
+    Examples
+    --------
+    >>> sorted(["n10", "n2", "m1", "2", "10", None], key=natural_key)
+    ['2', '10', 'm1', 'n2', 'n10', None]
+    """
+    if text is None:
+        return (1, ())
+    parts = re.split(r"(\d+)", str(text))
+    return (0, tuple(int(p) if i % 2 else p.lower() for i, p in enumerate(parts)))

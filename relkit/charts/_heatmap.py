@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import polars as pl
 
 from relkit.charts._theme import MAX_ROWS, chart_title, check_rows
+from relkit.display import natural_key
 from relkit.errors import InsufficientDataError, InvalidParameterError
 from relkit.schema import require_columns
 
@@ -27,7 +27,6 @@ _BINS = (
     ("3mo", "3 months", timedelta(days=91.3)),
     ("1y", "1 year", timedelta(days=365.25)),
 )
-_CHUNKS = re.compile(r"(\d+)")
 
 
 def natural_order(values: list[str]) -> list[str]:
@@ -48,15 +47,7 @@ def natural_order(values: list[str]) -> list[str]:
     >>> natural_order(["n10", "n2", "m1", "2", "10"])
     ['2', '10', 'm1', 'n2', 'n10']
     """
-
-    def key(text: str) -> tuple[tuple[int, int | str], ...]:
-        return tuple(
-            (0, int(part)) if part.isdigit() else (1, part.lower())
-            for part in _CHUNKS.split(text)
-            if part
-        )
-
-    return sorted(values, key=key)
+    return sorted(values, key=natural_key)
 
 
 def incident_heatmap_chart(
